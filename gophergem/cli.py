@@ -1,0 +1,151 @@
+# -*- test-case-name: tests.test_cli -*-
+"""
+The C{gophergem} console script.
+
+  - C{gophergem}: an MCP server on stdin/stdout (what MCP clients launch);
+  - C{gophergem fetch URL}: fetch one URL under the same policy and print it;
+  - C{gophergem --version}.
+
+Every setting can come from its environment variable or from the option of
+the same name (C{GOPHER_TIMEOUT_SECONDS} / C{--gopher-timeout-seconds}); the
+option wins.  A bad value ends the program with one line naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from gophergem._version import __version__
+from gophergem.config import SETTINGS, Config, ConfigError
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gophergem",
+        description="Gopher and Gemini for AI assistants over MCP. With no command, "
+        "serve MCP on stdin/stdout.",
+    )
+    parser.add_argument("--version", action="version", version=f"gophergem {__version__}")
+    settings = parser.add_argument_group("settings (each also read from its environment variable)")
+    for setting in SETTINGS:
+        settings.add_argument(
+            f"--{setting.option}",
+            dest=setting.variable,
+            metavar="VALUE",
+            help=f"{setting.help} [{setting.variable}]",
+        )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    fetch = commands.add_parser("fetch", help="Fetch one gopher:// URL and print it.")
+    fetch.add_argument("url")
+    fetch.add_argument("--search", help="Search terms for a type-7 item.")
+    fetch.add_argument("--offset", type=int, default=0, help="Where the window starts.")
+    fetch.add_argument("--json", action="store_true", help="Print the JSON payload.")
+    return parser
+
+
+def _config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
+    values = dict(environ)
+    for setting in SETTINGS:
+        given = getattr(args, setting.variable, None)
+        if given is not None:
+            values[setting.variable] = given
+    return Config.from_env(values)
+
+
+def _install_asyncio_reactor() -> None:
+    if "twisted.internet.reactor" in sys.modules:
+        return
+    from twisted.internet import asyncioreactor
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    asyncioreactor.install(loop)
+
+
+def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    """Run the console script; return the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        config = _config(args, dict(os.environ if environ is None else environ))
+    except ConfigError as exc:
+        print(f"gophergem: {exc}", file=sys.stderr)
+        return 2
+    from gophergem._log import start_logging
+
+    if args.command == "fetch":
+        start_logging(
+            "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level, config.log_file
+        )
+        return _fetch(config, args)
+    start_logging(config.log_level, config.log_file)
+    return _serve_stdio(config)
+
+
+def _serve_stdio(config: Config) -> int:
+    _install_asyncio_reactor()
+    from twisted.internet import reactor
+
+    from gophergem.service import makeService
+
+    top = makeService(config, reactor, transport="stdio")
+    reactor.callWhenRunning(top.startService)
+    reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
+    reactor.run()
+    return 0
+
+
+def _fetch(config: Config, args: argparse.Namespace) -> int:
+    from twisted.internet import reactor
+
+    from gophergem.mcp.results import payload
+    from gophergem.service import build_fetcher
+
+    outcome: dict[str, Any] = {}
+
+    def done(result: Any) -> None:
+        outcome["result"] = result
+        reactor.stop()
+
+    fetcher = build_fetcher(config, reactor)
+    d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
+    d.addBoth(done)
+    if "result" not in outcome:
+        reactor.run()
+    data = payload(outcome["result"])
+    if args.json or not sys.stdout.isatty():
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print(render(data))
+    return 1 if data["kind"] == "error" else 0
+
+
+def render(data: dict[str, Any]) -> str:
+    """A readable rendering of a payload for a person at a terminal."""
+    kind = data["kind"]
+    lines: list[str] = []
+    if kind == "menu":
+        for item in data["items"]:
+            if item["type"] == "i" or not item["next_url"]:
+                lines.append(f"      {item['title']}")
+            else:
+                lines.append(f"[{item['type']}]   {item['title']}  <{item['next_url']}>")
+    elif kind == "text":
+        lines.append(data["text"])
+    elif kind == "binary":
+        lines.append(f"binary: {data['bytes']} bytes, {data['mime_type']}")
+    else:
+        error = data["error"]
+        lines.append(f"error {error['code']}: {error['message']}")
+        if error.get("next_step"):
+            lines.append(f"next: {error['next_step']}")
+    if data.get("next_offset") is not None:
+        lines.append(f"-- more: --offset {data['next_offset']}")
+    return "\n".join(lines)

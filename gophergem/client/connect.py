@@ -1,0 +1,172 @@
+# -*- test-case-name: tests.test_client_connect -*-
+"""
+The connect pinch point: resolve, vet every address, dial a vetted one.
+
+Every outgoing connection gophergem makes goes through L{Connector.connect}.
+The host is resolved once (or read as an IP literal in any spelling), every
+address is checked against the L{IAddressPolicy}, and the connection goes to
+the vetted address itself, so no second lookup can be rebound to somewhere
+else.  TLS (SNI, trust on first use) keeps the host name.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv6Address, ip_address
+
+import attrs
+from twisted.internet import error as ierror
+from twisted.internet.defer import Deferred
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
+from twisted.internet.interfaces import (
+    IAddress,
+    IHostnameResolver,
+    IHostResolution,
+    IOpenSSLClientConnectionCreator,
+    IProtocol,
+    IProtocolFactory,
+    IReactorTCP,
+    IResolutionReceiver,
+)
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from gophergem.errors import BlockedError, ConnectionFailed, DNSError, GophergemError
+from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.interfaces import IAddressPolicy, IResolver
+from gophergem.policy.addresses import parse_ip_literal
+
+__all__ = ["Connector", "ReactorResolver"]
+
+log = Logger()
+
+IPAddress = IPv4Address | IPv6Address
+
+
+@implementer(IResolutionReceiver)
+@attrs.define
+class _Collector:
+    done: Deferred[list[IPAddress]]
+    found: list[IPAddress] = attrs.field(factory=list)
+
+    def resolutionBegan(self, resolution: IHostResolution) -> None:
+        pass
+
+    def addressResolved(self, address: IAddress) -> None:
+        host = getattr(address, "host", None)
+        if host is None:
+            return
+        try:
+            parsed = ip_address(host.partition("%")[0])
+        except ValueError:
+            return
+        if parsed not in self.found:
+            self.found.append(parsed)
+
+    def resolutionComplete(self) -> None:
+        self.done.callback(self.found)
+
+
+@implementer(IResolver)
+@attrs.frozen
+class ReactorResolver:
+    """Resolve through the reactor's own L{IHostnameResolver}."""
+
+    name_resolver: IHostnameResolver
+
+    async def _resolve(self, host: str) -> list[IPAddress]:
+        done: Deferred[list[IPAddress]] = Deferred()
+        self.name_resolver.resolveHostName(_Collector(done), host, portNumber=0)
+        try:
+            found = await done
+        except Exception as exc:  # pragma: no cover - resolvers report via the receiver
+            raise DNSError(message="The host name could not be resolved.") from exc
+        if not found:
+            raise DNSError(message="The host name did not resolve to any address.")
+        return found
+
+    def resolve(self, host: str) -> Deferred[list[IPAddress]]:
+        """Look C{host} up; fails with L{DNSError} when nothing is found."""
+        return Deferred.fromCoroutine(self._resolve(host))
+
+
+_REFUSED = (
+    "The host resolves to an address that is not publicly routable (loopback, "
+    "private, link-local or reserved); such targets are refused."
+)
+
+
+@attrs.frozen
+class Connector:
+    """
+    Resolve, vet and dial.
+
+    @ivar reactor: Provides L{IReactorTCP} (and L{IReactorTime} for connect timeouts).
+    @ivar resolver: Where host names are looked up.
+    @ivar policy: Which addresses may be dialled.
+    """
+
+    reactor: IReactorTCP
+    resolver: IResolver
+    policy: IAddressPolicy
+    connect_timeout: float = 30.0
+
+    async def addresses_for(self, host: str) -> list[IPAddress]:
+        """
+        Resolve C{host} (or read it as an IP literal) and vet every address.
+
+        @raise BlockedError: If any address is refused: an answer mixing a
+            public and a private address is treated as an attack.
+        @raise DNSError: If the name does not resolve.
+        """
+        literal = parse_ip_literal(host)
+        addresses = [literal] if literal is not None else await self.resolver.resolve(host)
+        if not addresses:
+            raise DNSError(message="The host name did not resolve to any address.")
+        if not all(self.policy.permits(address) for address in addresses):
+            log.info("refused {host}: a resolved address is not public", host=host)
+            raise BlockedError(
+                message=_REFUSED,
+                next_step="Do not retry under another spelling; the operator can allow "
+                "local targets deliberately with *_ALLOW_LOCAL_HOSTS=true.",
+            )
+        return addresses
+
+    async def connect(
+        self,
+        host: str,
+        port: int,
+        factory: IProtocolFactory,
+        tls: IOpenSSLClientConnectionCreator | None = None,
+    ) -> IProtocol:
+        """
+        Connect C{factory} to C{host}:C{port} through a vetted address.
+
+        Addresses are tried in order until one accepts.
+
+        @raise GophergemError: L{BlockedError}, L{DNSError},
+            L{ConnectionFailed} or L{FetchTimeout}.
+        """
+        addresses = await self.addresses_for(host)
+        last: GophergemError = ConnectionFailed(message="No address could be reached.")
+        for address in addresses:
+            endpoint_type = TCP6ClientEndpoint if address.version == 6 else TCP4ClientEndpoint
+            endpoint = endpoint_type(self.reactor, str(address), port, timeout=self.connect_timeout)
+            if tls is not None:
+                endpoint = wrapClientTLS(tls, endpoint)
+            try:
+                return await endpoint.connect(factory)
+            except ierror.ConnectionRefusedError:
+                last = ConnectionFailed(
+                    message=f"The server refused the connection on port {port}.",
+                    next_step="Check the host and port; the server may be down.",
+                )
+            except (ierror.TimeoutError, ierror.TCPTimedOutError):
+                last = FetchTimeout(message="Connecting to the server timed out.", temporary=True)
+            except ierror.ConnectError as exc:
+                last = ConnectionFailed(message=f"Could not connect: {exc.__class__.__name__}.")
+        raise last
+
+
+def reactor_resolver(reactor: object) -> ReactorResolver:
+    """The default resolver for C{reactor}: its C{nameResolver}."""
+    return ReactorResolver(reactor.nameResolver)  # type: ignore[attr-defined]

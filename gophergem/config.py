@@ -1,0 +1,295 @@
+# -*- test-case-name: tests.test_config -*-
+"""
+The configuration: every default and every validation rule, in one place.
+
+One table (L{SETTINGS}) names each setting once; the environment variable
+(C{GOPHER_TIMEOUT_SECONDS}) and the command-line option
+(C{--gopher-timeout-seconds}) are both derived from it, so the two can never
+drift apart.  A bad value stops start-up with a L{ConfigError} naming the
+variable; there is no silent fallback to a default.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["SETTINGS", "Config", "ConfigError", "GeminiConfig", "GopherConfig", "Setting"]
+
+
+class ConfigError(ValueError):
+    """A configuration value is unusable; the message names the variable."""
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _int_range(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError("expected a whole number") from None
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
+        return value
+
+    return parse
+
+
+def _float_range(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise ValueError("expected a number of seconds") from None
+        if not low < value <= high:
+            raise ValueError(f"must be more than {low:g} and at most {high:g}")
+        return value
+
+    return parse
+
+
+def _list(text: str) -> tuple[str, ...]:
+    """C{a,b} or a JSON array of strings; an empty list is refused."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            loaded = json.loads(stripped)
+        except json.JSONDecodeError:
+            raise ValueError("is not a valid JSON array") from None
+        if not isinstance(loaded, list) or not all(isinstance(i, str | int) for i in loaded):
+            raise ValueError("must be a JSON array of strings")
+        values = [str(i).strip() for i in loaded]
+    else:
+        values = [part.strip() for part in stripped.split(",")]
+    values = [v for v in values if v]
+    if not values:
+        raise ValueError("names nothing; unset it to allow everything")
+    return tuple(values)
+
+
+def _hosts(text: str) -> frozenset[str]:
+    hosts = _list(text)
+    return frozenset(h.lower().rstrip(".") for h in hosts)
+
+
+def _ports(text: str) -> frozenset[int]:
+    ports = set()
+    for item in _list(text):
+        if not item.isdigit() or not 1 <= int(item) <= 65535:
+            raise ValueError(f"{item!r} is not a port between 1 and 65535")
+        ports.add(int(item))
+    return frozenset(ports)
+
+
+def _mime_list(text: str) -> tuple[str, ...]:
+    types = tuple(t.lower() for t in _list(text))
+    for t in types:
+        major, slash, minor = t.partition("/")
+        if not slash or not major or not minor or "*" in major:
+            raise ValueError(f"{t!r} is not of the form type/subtype or type/*")
+    return types
+
+
+def _path(text: str) -> str:
+    if not text.strip():
+        raise ValueError("is empty")
+    return text
+
+
+def _log_level(text: str) -> str:
+    level = text.strip().upper()
+    if level == "WARNING":
+        level = "WARN"
+    if level not in ("DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"):
+        raise ValueError("expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    return level
+
+
+@attrs.frozen
+class Setting:
+    """
+    One configuration setting.
+
+    @ivar section: C{"gopher"}, C{"gemini"} or C{"gophergem"}.
+    @ivar name: The field name in its section's config class.
+    @ivar parse: Turns the text of the variable into a value, raising
+        L{ValueError} with a short reason.
+    @ivar help: One line for C{--help}.
+    """
+
+    section: str
+    name: str
+    parse: Callable[[str], Any]
+    help: str
+
+    @property
+    def variable(self) -> str:
+        """The environment variable, e.g. C{GOPHER_TIMEOUT_SECONDS}."""
+        return f"{self.section}_{self.name}".upper()
+
+    @property
+    def option(self) -> str:
+        """The command-line option, without dashes, e.g. C{gopher-timeout-seconds}."""
+        return self.variable.lower().replace("_", "-")
+
+
+_COMMON: tuple[tuple[str, Callable[[str], Any], str], ...] = (
+    (
+        "max_response_size",
+        _int_range(1024, 100 * 1024 * 1024),
+        "Byte cap per response (1 KiB-100 MiB).",
+    ),
+    ("timeout_seconds", _float_range(0, 3600), "One overall deadline per fetch, in seconds."),
+    ("cache_enabled", _bool, "Cache successful fetches (true/false)."),
+    (
+        "cache_ttl_seconds",
+        _int_range(0, 30 * 86400),
+        "Seconds a cached response stays fresh; 0 disables.",
+    ),
+    ("max_cache_entries", _int_range(1, 1_000_000), "Responses kept in the cache at most."),
+    ("allowed_hosts", _hosts, "Only these hosts may be fetched (a,b or a JSON array)."),
+    ("allowed_ports", _ports, "Only these ports may be fetched (a,b or a JSON array)."),
+    ("allow_local_hosts", _bool, "Allow loopback, private and link-local targets."),
+    (
+        "max_rendered_chars",
+        _int_range(100, 10_000_000),
+        "Characters of body text per result window.",
+    ),
+    ("requests_per_minute", _int_range(0, 6000), "Requests per minute to one host; 0 = no pacing."),
+    ("max_concurrent_requests", _int_range(0, 1000), "Fetches in flight at once; 0 = no cap."),
+    ("respect_robots_txt", _bool, "Honour the host's robots.txt."),
+    ("robots_honor_ai_tokens", _bool, "Also honour robots.txt rules naming AI crawlers."),
+    ("robots_cache_ttl_seconds", _int_range(0, 365 * 86400), "Seconds a robots.txt stays cached."),
+    (
+        "robots_failure_backoff_seconds",
+        _int_range(0, 86400),
+        "Seconds to back off after a failed robots.txt probe.",
+    ),
+)
+
+SETTINGS: tuple[Setting, ...] = (
+    *(
+        Setting(p, name, parse, help_)
+        for p in ("gopher", "gemini")
+        for name, parse, help_ in _COMMON
+    ),
+    Setting("gopher", "max_menu_items", _int_range(1, 1_000_000), "Menu items per result window."),
+    Setting(
+        "gopher",
+        "max_selector_length",
+        _int_range(1, 65536),
+        "Longest selector sent, in characters.",
+    ),
+    Setting(
+        "gopher",
+        "max_search_length",
+        _int_range(1, 65536),
+        "Longest search string sent, in characters.",
+    ),
+    Setting("gemini", "tofu_enabled", _bool, "Pin server certificates on first use."),
+    Setting("gemini", "tofu_reject_expired", _bool, "Refuse expired server certificates."),
+    Setting("gemini", "tofu_storage_path", _path, "Where the certificate pin store lives."),
+    Setting("gemini", "client_certs_enabled", _bool, "Present client identities where they apply."),
+    Setting("gemini", "client_certs_storage_path", _path, "Where client identities live."),
+    Setting(
+        "gemini", "denied_mime_types", _mime_list, "MIME types refused (type/subtype or type/*)."
+    ),
+    Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING or ERROR."),
+    Setting("gophergem", "log_file", _path, "Log to this file instead of stderr."),
+)
+
+
+@attrs.frozen(kw_only=True)
+class _ProtocolConfig:
+    max_response_size: int = 1048576
+    timeout_seconds: float = 30.0
+    cache_enabled: bool = True
+    cache_ttl_seconds: int = 300
+    max_cache_entries: int = 1000
+    allowed_hosts: frozenset[str] | None = None
+    allowed_ports: frozenset[int] | None = None
+    allow_local_hosts: bool = False
+    max_rendered_chars: int = 50000
+    requests_per_minute: int = 60
+    max_concurrent_requests: int = 5
+    respect_robots_txt: bool = True
+    robots_honor_ai_tokens: bool = True
+    robots_cache_ttl_seconds: int = 86400
+    robots_failure_backoff_seconds: int = 60
+
+
+@attrs.frozen(kw_only=True)
+class GopherConfig(_ProtocolConfig):
+    """Settings for Gopher fetches (C{GOPHER_*})."""
+
+    max_menu_items: int = 1000
+    max_selector_length: int = 1024
+    max_search_length: int = 256
+
+
+@attrs.frozen(kw_only=True)
+class GeminiConfig(_ProtocolConfig):
+    """Settings for Gemini fetches (C{GEMINI_*})."""
+
+    tofu_enabled: bool = True
+    tofu_reject_expired: bool = False
+    tofu_storage_path: str | None = None
+    client_certs_enabled: bool = True
+    client_certs_storage_path: str | None = None
+    denied_mime_types: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    """
+    Everything gophergem is configured with.
+
+    Build it with L{Config.from_env} or L{Config.from_mapping}; derive
+    variants with C{attrs.evolve}.
+    """
+
+    gopher: GopherConfig = attrs.field(factory=GopherConfig)
+    gemini: GeminiConfig = attrs.field(factory=GeminiConfig)
+    log_level: str = "INFO"
+    log_file: str | None = None
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, str]) -> Config:
+        """
+        Read settings from C{values}, keyed by environment variable name.
+
+        Variables set to an empty string count as set (and are refused where
+        an empty value means nothing); unknown keys are ignored.
+
+        @raise ConfigError: Naming the first unusable variable.
+        """
+        sections: dict[str, dict[str, Any]] = {"gopher": {}, "gemini": {}, "gophergem": {}}
+        for setting in SETTINGS:
+            if setting.variable not in values:
+                continue
+            raw = values[setting.variable]
+            try:
+                sections[setting.section][setting.name] = setting.parse(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{setting.variable}={raw!r}: {exc}") from None
+        return cls(
+            gopher=GopherConfig(**sections["gopher"]),
+            gemini=GeminiConfig(**sections["gemini"]),
+            **sections["gophergem"],
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Config:
+        """Read settings from the process environment (pass C{os.environ})."""
+        return cls.from_mapping(environ)

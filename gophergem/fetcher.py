@@ -1,0 +1,312 @@
+# -*- test-case-name: tests.test_fetcher -*-
+"""
+One fetch, straight down the layers: URL, policy, cache, client, result.
+
+L{Fetcher} is the one implementation that the library, the C{gophergem
+fetch} command and the MCP tools all call.  Its methods return Deferreds that
+never fail: every problem becomes a L{FetchFailure} carrying a coded error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+import attrs
+from twisted.internet.defer import CancelledError, Deferred, DeferredSemaphore, gatherResults
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+
+from gophergem.client.connect import Connector
+from gophergem.client.gopher import GopherClientFactory, RawResponse
+from gophergem.config import GopherConfig
+from gophergem.errors import (
+    BlockedError,
+    FetchError,
+    GophergemError,
+    InvalidRequest,
+    NotFetchable,
+)
+from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.interfaces import IResponseCache
+from gophergem.results import (
+    BinaryResult,
+    CacheInfo,
+    FetchFailure,
+    FetchResult,
+    MenuResult,
+    RequestInfo,
+    TextResult,
+    Window,
+    iso_utc,
+)
+from gophergem.url import GopherURL, safe_echo
+from gophergem.wire import gopher as wire
+
+__all__ = ["MAX_BATCH", "Fetcher"]
+
+log = Logger()
+
+MAX_BATCH = 50
+_T = TypeVar("_T")
+
+
+@attrs.frozen
+class _Download:
+    """A parsed response as the cache keeps it: the whole resource, not a window."""
+
+    category: wire.Category
+    size: int
+    overflowed: bool
+    fetched_at: float
+    menu: wire.Menu | None = None
+    text: wire.TextBody | None = None
+    mime_type: str = ""
+
+
+@attrs.define
+class Fetcher:
+    """
+    Fetch Gopher resources under a policy.
+
+    @ivar clock: The time source for deadlines, timestamps and the cache.
+    @ivar connector: The connect pinch point.
+    @ivar gopher_config: Limits and switches for Gopher.
+    @ivar gopher_cache: Where parsed Gopher responses are kept, if anywhere.
+    """
+
+    clock: IReactorTime
+    connector: Connector
+    gopher_config: GopherConfig = attrs.field(factory=GopherConfig)
+    gopher_cache: IResponseCache | None = None
+    _batch_slots: DeferredSemaphore = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        limit = self.gopher_config.max_concurrent_requests or MAX_BATCH
+        self._batch_slots = DeferredSemaphore(limit)
+
+    # --- public API -------------------------------------------------------
+
+    def gopher(
+        self,
+        url: str,
+        *,
+        search: str | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+    ) -> Deferred[FetchResult]:
+        """
+        Fetch one Gopher URL.
+
+        @param search: Search terms for a type-7 item, as the user typed them;
+            they replace any in the URL.  Ignored (and said so) on other types.
+        @param offset: Where the window starts: items for a menu, characters
+            for a text body.
+        @param refresh: Skip the cached copy and store the fresh one.
+        @return: A Deferred that always fires with a result, never fails.
+        """
+        return Deferred.fromCoroutine(self._gopher(url, search, offset, refresh))
+
+    def gopher_batch(
+        self, urls: Sequence[str], *, refresh: bool = False
+    ) -> Deferred[list[FetchResult]]:
+        """
+        Fetch up to L{MAX_BATCH} Gopher URLs; results come back in input order.
+
+        A batch that is empty or too long fails as a whole with
+        L{InvalidRequest}; otherwise each URL gets its own result.
+        """
+        if not urls or len(urls) > MAX_BATCH:
+            raise InvalidRequest(
+                message=f"A batch takes 1 to {MAX_BATCH} URLs; this one has {len(urls)}.",
+                next_step=f"Split the list into batches of at most {MAX_BATCH}.",
+            )
+        calls = [self._batch_slots.run(self.gopher, url, refresh=refresh) for url in urls]
+        return gatherResults(calls)
+
+    # --- the pipeline -----------------------------------------------------
+
+    async def _gopher(
+        self, text: str, search: str | None, offset: int, refresh: bool
+    ) -> FetchResult:
+        info = RequestInfo(url=safe_echo(text) if isinstance(text, str) else "")
+        try:
+            url = GopherURL.from_text(text)
+            url, search_ignored = self._apply_search(url, search)
+            info = self._request_info(url, search_ignored)
+            self._check_request(url, offset)
+            return await self._serve(url, info, offset, refresh)
+        except GophergemError as error:
+            return FetchFailure(request_info=info, error=error)
+        except Exception:
+            log.failure("unexpected failure fetching {url}", url=info.url)
+            return FetchFailure(
+                request_info=info,
+                error=FetchError(message="An internal error stopped this fetch; it is logged."),
+            )
+
+    def _apply_search(self, url: GopherURL, search: str | None) -> tuple[GopherURL, bool]:
+        if search is not None:
+            if not isinstance(search, str):
+                raise InvalidRequest(message="search must be a string.")
+            if any(c in search for c in "\r\n\t\x00"):
+                raise InvalidRequest(message="search may not contain tabs, line breaks or NUL.")
+            if url.item_type == "7":
+                return url.with_search(search.encode("utf-8")), False
+            return url.with_search(None), True
+        if url.search is not None and url.item_type != "7":
+            return url.with_search(None), True
+        return url, False
+
+    def _request_info(self, url: GopherURL, search_ignored: bool) -> RequestInfo:
+        return RequestInfo(
+            url=url.to_text(),
+            host=url.host,
+            port=url.port,
+            item_type=url.item_type,
+            selector=wire.selector_text(url.selector),
+            search_ignored=True if search_ignored else None,
+        )
+
+    def _check_request(self, url: GopherURL, offset: int) -> None:
+        config = self.gopher_config
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidRequest(message="offset must be a whole number, 0 or more.")
+        if len(wire.selector_text(url.selector)) > config.max_selector_length:
+            raise InvalidRequest(
+                message=f"The selector is longer than {config.max_selector_length} characters."
+            )
+        if (
+            url.search is not None
+            and len(url.search.decode("utf-8", "replace")) > config.max_search_length
+        ):
+            raise InvalidRequest(
+                message=f"The search terms are longer than {config.max_search_length} characters."
+            )
+        if wire.category(url.item_type) is wire.Category.INTERACTIVE:
+            raise NotFetchable(
+                message=f"Type {url.item_type} items are interactive sessions (telnet, tn3270 "
+                "or CSO), not documents; there is nothing to fetch.",
+                next_step="Tell the user the host and port if they want to connect themselves.",
+            )
+        if config.allowed_hosts is not None and url.host not in config.allowed_hosts:
+            raise BlockedError(message="This host is not on the configured allowlist.")
+        if config.allowed_ports is not None and url.port not in config.allowed_ports:
+            raise BlockedError(message=f"Port {url.port} is not on the configured allowlist.")
+
+    async def _serve(
+        self, url: GopherURL, info: RequestInfo, offset: int, refresh: bool
+    ) -> FetchResult:
+        key = url.to_text()
+        cached = None
+        if self.gopher_cache is not None and self.gopher_config.cache_enabled:
+            if refresh:
+                self.gopher_cache.discard(key)
+            else:
+                cached = self.gopher_cache.get(key)
+        if cached is not None:
+            download = cached[0]
+            assert isinstance(download, _Download)
+            from_cache = True
+        else:
+            download = await self._download(url)
+            from_cache = False
+            if self.gopher_cache is not None and self.gopher_config.cache_enabled:
+                self.gopher_cache.put(key, download)
+        info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at))
+        return self._render(download, info, offset, from_cache)
+
+    async def _download(self, url: GopherURL) -> _Download:
+        config = self.gopher_config
+        kind = wire.category(url.item_type)
+        search = url.search if url.item_type == "7" else None
+        factory = GopherClientFactory(
+            wire.encode_request(url.selector, search),
+            config.max_response_size,
+            menu=kind is wire.Category.MENU,
+        )
+        started = self.clock.seconds()
+
+        async def exchange() -> RawResponse:
+            await self.connector.connect(url.host, url.port, factory)
+            return await factory.protocol_instance.finished
+
+        attempt = Deferred.fromCoroutine(exchange())
+        attempt.addTimeout(config.timeout_seconds, self.clock)
+        try:
+            raw = await attempt
+        except CancelledError:
+            raise FetchTimeout(
+                message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
+                temporary=True,
+                next_step="Try again later; the server may be slow or overloaded.",
+            ) from None
+        return self._parse(url, kind, raw, started)
+
+    def _parse(
+        self, url: GopherURL, kind: wire.Category, raw: RawResponse, started: float
+    ) -> _Download:
+        size = len(raw.data)
+        if kind is wire.Category.MENU:
+            menu = wire.parse_menu(raw.data, url.host, url.port)
+            return _Download(kind, size, raw.overflowed, started, menu=menu)
+        if kind is wire.Category.BINARY:
+            mime = wire.sniff_mime_type(raw.data, url.item_type, url.selector)
+            return _Download(kind, size, raw.overflowed, started, mime_type=mime)
+        return _Download(kind, size, raw.overflowed, started, text=wire.parse_text(raw.data))
+
+    # --- windows ----------------------------------------------------------
+
+    def _render(
+        self, download: _Download, info: RequestInfo, offset: int, from_cache: bool
+    ) -> FetchResult:
+        now = self.clock.seconds()
+        cache = CacheInfo(
+            cached=from_cache,
+            cached_at=iso_utc(download.fetched_at),
+            cache_age_seconds=max(0, int(now - download.fetched_at)),
+        )
+        capped = download.overflowed
+        if download.menu is not None:
+            items = download.menu.items
+            window, part = _window(
+                items, offset, self.gopher_config.max_menu_items, capped, "items"
+            )
+            return MenuResult(request_info=info, items=part, window=window, cache=cache)
+        if download.text is not None:
+            body = download.text.text
+            window, text = _window(
+                body, offset, self.gopher_config.max_rendered_chars, capped, "characters"
+            )
+            return TextResult(
+                request_info=info,
+                text=text,
+                size=download.size,
+                charset=download.text.charset,
+                window=window,
+                cache=cache,
+            )
+        if offset:
+            raise InvalidRequest(message="A binary item has no windows; offset must be 0.")
+        return BinaryResult(
+            request_info=info,
+            size=download.size,
+            mime_type=download.mime_type,
+            note="Binary content is described, not returned.",
+            size_capped=capped,
+            cache=cache,
+        )
+
+
+def _window(
+    whole: Sequence[_T] | str, offset: int, size: int, capped: bool, unit: str
+) -> tuple[Window, Sequence[_T] | str]:  # type: ignore[type-var]
+    total = len(whole)
+    if offset > total or (offset == total and total > 0):
+        raise InvalidRequest(
+            message=f"offset {offset} is past the end; the resource has {total} {unit}.",
+        )
+    part = whole[offset : offset + size]
+    end = offset + len(part)
+    next_offset = end if end < total else None
+    return Window(offset=offset, next_offset=next_offset, total=total, size_capped=capped), part

@@ -1,0 +1,64 @@
+# -*- test-case-name: tests.test_policy_cache -*-
+"""
+A TTL + LRU response cache on an injected clock.
+
+Entries are parsed documents, keyed by normalised URL.  What may be cached
+is the fetcher's decision (errors never are); this module only remembers.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import attrs
+from twisted.internet.interfaces import IReactorTime
+from zope.interface import implementer
+
+from gophergem.interfaces import IResponseCache
+
+__all__ = ["ResponseCache"]
+
+
+@implementer(IResponseCache)
+@attrs.define
+class ResponseCache:
+    """
+    Keep at most C{max_entries} values, each fresh for C{ttl} seconds.
+
+    @ivar clock: Where time is read from.
+    @ivar ttl: Seconds an entry stays fresh; 0 disables the cache.
+    """
+
+    clock: IReactorTime
+    ttl: float = 300
+    max_entries: int = 1000
+    _entries: OrderedDict[str, tuple[object, float]] = attrs.field(factory=OrderedDict, init=False)
+
+    def get(self, key: str) -> tuple[object, float] | None:
+        """Return C{(value, stored_at)} while fresh, else C{None} (and forget it)."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if self.clock.seconds() - entry[1] >= self.ttl:
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: str, value: object) -> float:
+        """Store C{value} under C{key}, evicting the least recently used."""
+        now = self.clock.seconds()
+        if self.ttl <= 0:
+            return now
+        self._entries[key] = (value, now)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return now
+
+    def discard(self, key: str) -> None:
+        """Forget C{key}."""
+        self._entries.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)

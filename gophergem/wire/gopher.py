@@ -1,0 +1,365 @@
+# -*- test-case-name: tests.test_wire_gopher -*-
+"""
+The Gopher wire format (RFC 1436 and what servers really send), free of I/O.
+
+Bytes in, frozen values out:
+
+  - L{category} says what kind of answer an item type gets.
+  - L{encode_request} builds the request line.
+  - L{ResponseBuffer} collects a response up to a byte cap.
+  - L{parse_menu} reads a menu without ever dropping a line or raising.
+  - L{parse_text} removes the C{.} terminator and undoes dot-stuffing.
+  - L{sniff_mime_type} names a binary body.
+"""
+
+from __future__ import annotations
+
+import enum
+import mimetypes
+import posixpath
+import string
+
+import attrs
+
+from gophergem.url import GOPHER_DEFAULT_PORT, format_host, quote_bytes
+from gophergem.wire.text import decode_text, sanitise, sanitise_line
+
+__all__ = [
+    "Category",
+    "Menu",
+    "MenuItem",
+    "ResponseBuffer",
+    "TextBody",
+    "category",
+    "encode_request",
+    "parse_menu",
+    "parse_text",
+    "selector_text",
+    "sniff_mime_type",
+]
+
+
+class Category(enum.Enum):
+    """What a client does with an item type."""
+
+    MENU = "menu"
+    TEXT = "text"
+    BINARY = "binary"
+    INTERACTIVE = "interactive"
+
+
+_CATEGORIES = {
+    **dict.fromkeys("17", Category.MENU),
+    **dict.fromkeys("0h3i", Category.TEXT),
+    **dict.fromkeys("4569gIds;pP:M<", Category.BINARY),
+    **dict.fromkeys("28T", Category.INTERACTIVE),
+}
+
+
+def category(item_type: str) -> Category:
+    """Return the category of C{item_type}; C{+} and unknown types are text."""
+    return _CATEGORIES.get(item_type, Category.TEXT)
+
+
+def encode_request(selector: bytes, search: bytes | None = None) -> bytes:
+    """
+    Build the request line: the selector, a TAB and the search terms when
+    there are any, then CRLF.
+    """
+    if search is not None:
+        return selector + b"\t" + search + b"\r\n"
+    return selector + b"\r\n"
+
+
+@attrs.define
+class ResponseBuffer:
+    """
+    Collect response bytes, keeping at most C{limit} of them.
+
+    @ivar overflowed: Whether the server sent more than C{limit} bytes; what
+        went beyond the cap was discarded, never buffered.
+    """
+
+    limit: int
+    _chunks: list[bytes] = attrs.field(factory=list, init=False)
+    _size: int = attrs.field(default=0, init=False)
+    overflowed: bool = attrs.field(default=False, init=False)
+
+    def feed(self, data: bytes) -> bool:
+        """
+        Add C{data}; return C{True} once the cap is reached (stop reading).
+        """
+        room = self.limit - self._size
+        if len(data) > room:
+            data = data[:room]
+            self.overflowed = True
+        if data:
+            self._chunks.append(data)
+            self._size += len(data)
+        return self.overflowed
+
+    @property
+    def size(self) -> int:
+        """The number of bytes kept."""
+        return self._size
+
+    def value(self) -> bytes:
+        """Everything kept so far."""
+        if len(self._chunks) > 1:
+            self._chunks = [b"".join(self._chunks)]
+        return self._chunks[0] if self._chunks else b""
+
+    def ends_menu(self) -> bool:
+        """Whether what arrived ends with a menu's lone C{.} line."""
+        tail = self.value()[-8:]
+        return tail.rstrip(b" \t\r\n").endswith(b"\n.") or self.value().strip() == b"."
+
+
+# --- menus ----------------------------------------------------------------
+
+
+@attrs.frozen
+class MenuItem:
+    """
+    One menu line.
+
+    @ivar item_type: The type character (C{"i"} for a line that was not a link).
+    @ivar title: The display string, sanitised.
+    @ivar selector: The selector exactly as the server sent it.
+    @ivar host: The host the item lives on (sanitised; may be junk on C{i} lines).
+    @ivar port: Its port; 70 when missing or nonsense.
+    @ivar next_url: The URL that fetches the item, the target of an C{h}
+        C{URL:} item, or C{""} when the line is not a link.
+    """
+
+    item_type: str
+    title: str
+    selector: bytes
+    host: str
+    port: int
+    next_url: str
+
+
+@attrs.frozen
+class Menu:
+    """
+    A parsed menu.
+
+    @ivar items: Every line before the terminator, in order.
+    @ivar terminated: Whether the lone C{.} line was present.
+    """
+
+    items: tuple[MenuItem, ...]
+    terminated: bool
+    charset: str
+
+
+_HOST_CHARS = frozenset(string.ascii_letters + string.digits + "-._:")
+
+
+def selector_text(raw: bytes) -> str:
+    """
+    Show a selector as JSON-safe text: UTF-8 (else Latin-1) with any control
+    byte percent-encoded.  The exact bytes travel in C{next_url}.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    return "".join(f"%{ord(c):02X}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    """Split on LF, CRLF or a lone CR; a final unterminated line is kept."""
+    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _decode_field(raw: bytes, charset: str) -> str:
+    return raw.decode(charset, errors="replace")
+
+
+def _parse_port(raw: bytes) -> int:
+    digits = raw.strip()
+    if digits.isdigit() and len(digits) <= 5:
+        port = int(digits)
+        if 1 <= port <= 65535:
+            return port
+    return GOPHER_DEFAULT_PORT
+
+
+def _web_target(selector: bytes) -> str | None:
+    """The destination of an C{h} item whose selector is C{URL:<target>}."""
+    for prefix in (b"URL:", b"/URL:"):
+        if selector.startswith(prefix):
+            target = selector[len(prefix) :].decode("utf-8", errors="replace")
+            return sanitise_line(target).strip()
+    return None
+
+
+def _item_url(item_type: str, selector: bytes, host: str, port: int) -> str:
+    if not host or not all(c in _HOST_CHARS for c in host):
+        return ""
+    authority = format_host(host, port, GOPHER_DEFAULT_PORT)
+    return f"gopher://{authority}/{item_type}{quote_bytes(selector)}"
+
+
+def parse_menu(data: bytes, origin_host: str = "", origin_port: int = GOPHER_DEFAULT_PORT) -> Menu:
+    """
+    Parse a Gopher menu.  Never raises and never drops a line.
+
+    Lines may end in CRLF, LF or CR; a lone C{.} (padding tolerated) ends the
+    menu and anything after it is ignored; its absence is tolerated.  A line
+    without a TAB is kept as display-only text.  A missing host falls back to
+    the menu's own server; a missing or nonsense port becomes 70.  Fields
+    after the port (Gopher+) are ignored.
+
+    @param origin_host: The host the menu came from (for items naming none).
+    @param origin_port: Its port.
+    """
+    charset = _menu_charset(data)
+    items: list[MenuItem] = []
+    terminated = False
+    previous_type = "1"
+    for line in _split_lines(data):
+        if line.strip(b" \t") == b".":
+            terminated = True
+            break
+        if b"\t" not in line:
+            # Display-only text: keep the whole line, type byte included.
+            title = sanitise_line(_decode_field(line, charset))
+            items.append(MenuItem("i", title, b"", "", 0, ""))
+            continue
+        type_byte, rest = line[:1], line[1:]
+        if type_byte == b"\t":
+            type_byte, rest = b"", line
+        item_type = type_byte.decode("latin-1")
+        fields = rest.split(b"\t")
+        title = sanitise_line(_decode_field(fields[0], charset))
+        selector = fields[1] if len(fields) > 1 else b""
+        raw_host = fields[2] if len(fields) > 2 else b""
+        host = sanitise_line(raw_host.decode("utf-8", errors="replace")).strip().lower()
+        port = _parse_port(fields[3]) if len(fields) > 3 else GOPHER_DEFAULT_PORT
+        if not raw_host.strip() and origin_host:
+            host, port = origin_host, (port if len(fields) > 3 else origin_port)
+        if not item_type or ord(item_type) < 0x20 or ord(item_type) == 0x7F or item_type in "i3":
+            next_url = ""
+            item_type = item_type if item_type and ord(item_type) >= 0x20 else "i"
+        elif item_type == "h" and (target := _web_target(selector)) is not None:
+            next_url = target
+        else:
+            fetch_type = previous_type if item_type == "+" else item_type
+            next_url = _item_url(fetch_type, selector, host, port)
+        if item_type != "+":
+            previous_type = item_type
+        items.append(MenuItem(item_type, title, selector, host, port, next_url))
+    return Menu(tuple(items), terminated, charset)
+
+
+def _menu_charset(data: bytes) -> str:
+    """Menus are decoded as a whole: UTF-8 when they are, else the best 8-bit fit."""
+    return decode_text(data)[1] if data else "utf-8"
+
+
+# --- text -----------------------------------------------------------------
+
+
+@attrs.frozen
+class TextBody:
+    """
+    A text item's body.
+
+    @ivar text: Decoded, sanitised text with LF line ends.
+    @ivar charset: The charset used to decode it.
+    @ivar terminated: Whether the server framed it with a C{.} line.
+    """
+
+    text: str
+    charset: str
+    terminated: bool
+
+
+def parse_text(data: bytes) -> TextBody:
+    """
+    Read a text body: drop a final lone C{.} line and, only when that
+    terminator was there, undo dot-stuffing (C{..} at a line start).  Line
+    ends become LF.  Never raises.
+    """
+    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    # Trailing empty pieces come from the final newline(s).
+    end = len(lines)
+    while end > 0 and lines[end - 1].strip(b" \t\r") == b"":
+        end -= 1
+    terminated = end > 0 and lines[end - 1].rstrip(b" \t\r") == b"."
+    if terminated:
+        body_lines = [line[1:] if line.startswith(b"..") else line for line in lines[: end - 1]]
+        raw = b"\n".join(body_lines) + (b"\n" if body_lines else b"")
+    else:
+        raw = b"\n".join(lines)
+    text, charset = decode_text(raw)
+    return TextBody(sanitise(text), charset, terminated)
+
+
+# --- binary ---------------------------------------------------------------
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"%PDF-", "application/pdf"),
+    (b"PK\x03\x04", "application/zip"),
+    (b"\x1f\x8b", "application/gzip"),
+    (b"BZh", "application/x-bzip2"),
+    (b"\xfd7zXZ\x00", "application/x-xz"),
+    (b"7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
+    (b"OggS", "audio/ogg"),
+    (b"ID3", "audio/mpeg"),
+    (b"fLaC", "audio/flac"),
+    (b"BM", "image/bmp"),
+    (b"%!PS", "application/postscript"),
+    (b"{\\rtf", "application/rtf"),
+)
+
+_TYPE_DEFAULTS = {
+    "g": "image/gif",
+    "I": "image/*",
+    ":": "image/*",
+    "s": "audio/*",
+    "<": "audio/*",
+    ";": "video/*",
+    "4": "application/mac-binhex40",
+    "6": "text/x-uuencode",
+    "d": "application/octet-stream",
+    "P": "application/pdf",
+    "M": "message/rfc822",
+}
+
+
+def sniff_mime_type(data: bytes, item_type: str, selector: bytes) -> str:
+    """
+    Name a binary body: by its magic bytes, else by the selector's file
+    extension, else by the item type, else C{application/octet-stream}.
+    """
+    head = data[:16]
+    for magic, mime in _MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head.startswith(b"RIFF") and data[8:12] == b"WAVE":
+        return "audio/wav"
+    if head.startswith(b"RIFF") and data[8:12] == b"WEBP":
+        return "image/webp"
+    name = posixpath.basename(selector.decode("latin-1"))
+    guessed, _ = mimetypes.guess_type(name, strict=False)
+    if guessed:
+        return guessed
+    return _TYPE_DEFAULTS.get(item_type, "application/octet-stream")
+
+
+def decode_body_text(data: bytes) -> tuple[str, str]:
+    """Decode and sanitise an unframed body (for types shown as text)."""
+    text, charset = decode_text(data)
+    return sanitise(text.replace("\r\n", "\n")), charset

@@ -1,0 +1,151 @@
+# -*- test-case-name: tests.test_wire_text -*-
+"""
+Decoding and sanitising text that came from a server, free of I/O.
+
+Two jobs, both applied to every server-controlled string before it leaves
+gophergem:
+
+  - L{decode_text} turns bytes into text without ever producing a wall of
+    U+FFFD: UTF-8 when the bytes are UTF-8, otherwise the 8-bit charset that
+    fits them best (Latin-1, Windows-1252 or the IBM PC's CP437).
+  - L{sanitise} removes what a model must never be handed as text: control,
+    format, surrogate and private-use characters, line and paragraph
+    separators, and ANSI escape sequences (whole, not just their ESC byte).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import unicodedata
+
+__all__ = ["decode_text", "sanitise", "sanitise_line"]
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+# Bytes 0x80-0x9f are C1 controls in Latin-1, so real Latin-1 text never uses
+# them.  Windows-1252 puts typographic punctuation there; CP437 puts accented
+# letters there.  These are the Windows-1252 ones that show up in prose.
+_CP1252_PROSE = frozenset(b"\x80\x85\x91\x92\x93\x94\x96\x97\x99")
+_ASCII_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
+    """
+    Decode a text body.
+
+    @param data: The raw bytes.
+    @param declared: A charset the server declared (Gemini C{charset=}), if
+        any.  An unknown or unusable declaration falls back to detection.
+    @return: The text and the name of the charset used (lower case, e.g.
+        C{"utf-8"}, C{"iso-8859-1"}, C{"windows-1252"}, C{"cp437"}).  Never
+        raises.
+    """
+    if declared:
+        name = declared.strip().strip('"').lower()
+        try:
+            text = data.decode(name)
+        except (LookupError, UnicodeDecodeError, ValueError):
+            pass
+        else:
+            if name in ("utf-8", "utf8"):
+                text = text.removeprefix("\ufeff")
+            return text, name
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    charset = _guess_8bit(data)
+    return data.decode(charset, errors="replace"), charset
+
+
+def _guess_8bit(data: bytes) -> str:
+    """
+    Pick the 8-bit charset that best explains C{data}, which is not UTF-8.
+
+    Latin-1 text puts its high bytes next to ASCII letters (accented letters
+    inside words); CP437 art puts them in runs, next to other high bytes or
+    spaces (box drawing and shading).  Bytes in 0x80-0x9f rule Latin-1 out.
+    """
+    c1 = [b for b in data if 0x80 <= b <= 0x9F]
+    if c1:
+        if all(b in _CP1252_PROSE for b in c1):
+            return "windows-1252"
+        return "cp437"
+    latin_votes = art_votes = 0
+    size = len(data)
+    for index, byte in enumerate(data):
+        if byte < 0x80:
+            continue
+        before = data[index - 1] if index > 0 else 0x20
+        after = data[index + 1] if index + 1 < size else 0x20
+        if before in _ASCII_LETTERS or after in _ASCII_LETTERS:
+            latin_votes += 1
+        elif 0xB0 <= byte <= 0xDF:
+            art_votes += 1
+    return "cp437" if art_votes > latin_votes else "iso-8859-1"
+
+
+# --- sanitising -----------------------------------------------------------
+
+_KEEP_FORMAT = {"\u200c", "\u200d"}  # ZWNJ and ZWJ carry meaning in many scripts
+_DROP_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
+
+# An ANSI escape sequence, removed whole: CSI (ESC [ or the C1 CSI), OSC and
+# other string sequences up to their terminator, and two-byte ESC sequences.
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
+)
+
+# Fast path: printable ASCII plus tab and newline needs no work at all.
+_PLAIN = re.compile(r"[\x20-\x7e\t\n]*\Z")
+
+
+@functools.cache
+def _dropped_class(keep_newlines: bool) -> re.Pattern[str]:
+    """Build (once per flag) a regular expression matching every character to drop."""
+    keep = _KEEP_FORMAT | ({"\t", "\n"} if keep_newlines else set())
+    ranges: list[tuple[int, int]] = []
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        if unicodedata.category(char) in _DROP_CATEGORIES and char not in keep:
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    parts = []
+    for start, end in ranges:
+        if start == end:
+            parts.append(re.escape(chr(start)))
+        else:
+            parts.append(f"{re.escape(chr(start))}-{re.escape(chr(end))}")
+    return re.compile("[" + "".join(parts) + "]+")
+
+
+def sanitise(text: str, *, keep_newlines: bool = True) -> str:
+    """
+    Remove characters a model must not receive from server text.
+
+    Drops control (Cc), format (Cf, except ZWJ and ZWNJ), surrogate (Cs),
+    private-use (Co) and line/paragraph separator (Zl, Zp) characters, and
+    removes ANSI escape sequences whole.  Every space separator is kept.
+
+    @param keep_newlines: Keep C{\\n} and C{\\t} (bodies); when false, a tab
+        becomes a space and a newline is dropped (titles, labels).
+    """
+    if _PLAIN.match(text):
+        return text if keep_newlines else text.replace("\t", " ").replace("\n", "")
+    text = _ANSI.sub("", text.replace("\r\n", "\n"))
+    if keep_newlines:
+        return _dropped_class(True).sub("", text)
+    return _dropped_class(False).sub("", text.replace("\t", " "))
+
+
+def sanitise_line(text: str) -> str:
+    """Sanitise a one-line string (a title, a label, a prompt)."""
+    return sanitise(text, keep_newlines=False)
