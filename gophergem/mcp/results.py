@@ -277,6 +277,8 @@ def _selector(raw: bytes) -> str:
 # --- the compact text block -------------------------------------------------
 
 _DROP_WHEN_FALSE = frozenset({"truncated", "size_capped", "search_ignored", "cached"})
+# request_info keys the URL itself already spells out.
+_DERIVABLE_FROM_URL = frozenset({"host", "port", "type", "selector"})
 
 
 def _compact_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -295,6 +297,12 @@ def _compact(value: Any, key: str = "") -> Any:
                 continue
             if k == "items" and isinstance(v, list):
                 out[k] = [_compact_item(i) for i in v]
+            elif k == "request_info" and isinstance(v, dict):
+                out[k] = {
+                    ik: iv
+                    for ik, iv in v.items()
+                    if ik not in _DERIVABLE_FROM_URL and iv is not None and iv is not False
+                }
             else:
                 out[k] = _compact(v, k)
         if "cached" not in out:
