@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 import attrs
-from twisted.internet.defer import CancelledError, Deferred, DeferredSemaphore, gatherResults
+from twisted.internet import defer
+from twisted.internet.defer import Deferred, DeferredSemaphore, gatherResults
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
@@ -235,7 +236,7 @@ class Fetcher:
         attempt.addTimeout(config.timeout_seconds, self.clock)
         try:
             raw = await attempt
-        except CancelledError:
+        except defer.TimeoutError:
             raise FetchTimeout(
                 message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
                 temporary=True,

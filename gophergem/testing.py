@@ -194,4 +194,3 @@ class MemoryNetwork:
         if isinstance(result, Failure):
             result.raiseException()
         return result  # type: ignore[no-any-return]
-

@@ -1,0 +1,60 @@
+"""
+Shared helpers for the MCP-layer tests: run an asyncio body while an
+in-memory Gopher network is pumped on the same loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from gophergem.testing import FakeGopherServer, MemoryNetwork
+
+T = TypeVar("T")
+
+HOST_IP = "192.0.2.10"  # memory reactor only: never dialled
+MENU = (
+    b"iWelcome\tfake\t(NULL)\t0\r\n"
+    b"1Sub\t/sub\tg.example\t70\r\n"
+    b"0About\t/about\tg.example\t70\r\n"
+    b"hWeb\tURL:https://example.org/\tg.example\t70\r\n"
+    b"9Bin\t/bin\tg.example\t70\r\n"
+    b".\r\n"
+)
+
+
+def network() -> tuple[MemoryNetwork, FakeGopherServer]:
+    """A network with g.example serving a small menu, a text and a binary."""
+    net = MemoryNetwork()
+    net.resolver.add("g.example", HOST_IP)
+    server = net.listen(
+        HOST_IP,
+        70,
+        FakeGopherServer(
+            {b"": MENU, b"/about": b"Hello\r\n.\r\n", b"/bin": b"GIF89a" + b"\x00" * 10}
+        ),
+    )
+    return net, server
+
+
+def run_with_network(net: MemoryNetwork, body: Callable[[], Awaitable[T]]) -> T:
+    """Run C{body()} on a fresh asyncio loop while C{net} is flushed every turn."""
+
+    async def main() -> T:
+        async def pump() -> None:
+            while True:
+                net.flush()
+                await asyncio.sleep(0)
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            return await body()
+        finally:
+            pumping.cancel()
+
+    return asyncio.run(main())
+
+
+def structured(result: Any) -> dict[str, Any]:
+    return result.structured_content  # type: ignore[no-any-return]

@@ -1,0 +1,248 @@
+"""
+Tests for L{gophergem.fetcher}: the whole Gopher pipeline on an in-memory
+network (no sockets, no real time).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gophergem.errors import InvalidRequest
+from gophergem.results import BinaryResult, FetchFailure, MenuResult, TextResult
+from gophergem.testing import FakeGopherServer, MemoryNetwork
+
+HOST_IP = "192.0.2.10"  # never dialled: the memory reactor only records it
+MENU = (
+    b"iWelcome\tfake\t(NULL)\t0\r\n"
+    b"1Sub menu\t/sub\tg.example\t70\r\n"
+    b"0About\t/about.txt\tg.example\t70\r\n"
+    b"9Latin\t/caf\xe9.bin\tg.example\t70\r\n"
+    b"7Search\t/search\tg.example\t70\r\n"
+    b".\r\n"
+)
+
+
+@pytest.fixture
+def net() -> MemoryNetwork:
+    network = MemoryNetwork()
+    network.resolver.add("g.example", HOST_IP)
+    return network
+
+
+@pytest.fixture
+def server(net: MemoryNetwork) -> FakeGopherServer:
+    return net.listen(
+        HOST_IP,
+        70,
+        FakeGopherServer(
+            {
+                b"": MENU,
+                b"/about.txt": b"First\r\n..dotted\r\n.\r\n",
+                b"/caf\xe9.bin": b"\x89PNG\r\n\x1a\nrest",
+                b"/search": lambda terms: (
+                    b"iYou asked: " + (terms or b"") + b"\tf\t(NULL)\t0\r\n.\r\n"
+                ),
+            }
+        ),
+    )
+
+
+def test_menu(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A menu comes back as items with next_url, and the request was the empty selector."""
+    result = net.run(net.fetcher().gopher("gopher://g.example/"))
+    assert isinstance(result, MenuResult)
+    assert [i.item_type for i in result.items] == ["i", "1", "0", "9", "7"]
+    assert result.items[0].next_url == ""
+    assert result.items[1].next_url == "gopher://g.example/1/sub"
+    assert server.requests == [b""]
+    assert result.request_info.timestamp == "1970-01-01T00:00:00Z"
+
+
+def test_following_next_url_sends_exact_bytes(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """Following a next_url sends exactly the selector bytes the menu named (Latin-1 here)."""
+    fetcher = net.fetcher()
+    menu = net.run(fetcher.gopher("gopher://g.example/"))
+    result = net.run(fetcher.gopher(menu.items[3].next_url))
+    assert isinstance(result, BinaryResult)
+    assert server.requests[-1] == b"/caf\xe9.bin"
+    assert (result.mime_type, result.size) == ("image/png", 12)
+
+
+def test_text_unstuffed(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """Text loses its terminator and its dot-stuffing."""
+    result = net.run(net.fetcher().gopher("gopher://g.example/0/about.txt"))
+    assert isinstance(result, TextResult)
+    assert result.text == "First\n.dotted\n"
+
+
+def test_search_argument(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """The search argument is sent as selector TAB terms on a type-7 item."""
+    result = net.run(net.fetcher().gopher("gopher://g.example/7/search", search="two words"))
+    assert server.requests[-1] == b"/search\ttwo words"
+    assert isinstance(result, MenuResult)
+    assert result.items[0].title == "You asked: two words"
+
+
+def test_search_query_in_url(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A ?query on a type-7 URL still works as the search."""
+    net.run(net.fetcher().gopher("gopher://g.example/7/search?hello%20there"))
+    assert server.requests[-1] == b"/search\thello there"
+
+
+def test_search_ignored_on_other_types(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """Search terms on a non-search item are dropped, and the result says so."""
+    result = net.run(net.fetcher().gopher("gopher://g.example/0/about.txt", search="x"))
+    assert server.requests[-1] == b"/about.txt"
+    assert result.request_info.search_ignored is True
+
+
+@pytest.mark.parametrize("item_type", ["8", "T", "2"])
+def test_interactive_types_never_connect(net: MemoryNetwork, item_type: str) -> None:
+    """Telnet, tn3270 and CSO items answer NOT_FETCHABLE without a lookup or a connection."""
+    result = net.run(net.fetcher().gopher(f"gopher://g.example/{item_type}"))
+    assert isinstance(result, FetchFailure)
+    assert result.error.code == "NOT_FETCHABLE"
+    assert result.request_info.timestamp is None
+    assert net.attempts == [] and net.resolver.lookups == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [["10.0.0.5"], ["93.184.216.34", "127.0.0.1"], ["169.254.169.254"], ["::ffff:127.0.0.1"]],
+)
+def test_private_answers_are_blocked(net: MemoryNetwork, answer: list[str]) -> None:
+    """A name resolving to any non-public address is BLOCKED and nothing is dialled."""
+    net.resolver.add("evil.example", *answer)
+    result = net.run(net.fetcher(allow_local_hosts=False).gopher("gopher://evil.example/"))
+    assert isinstance(result, FetchFailure)
+    assert result.error.code == "BLOCKED"
+    assert net.attempts == []
+
+
+def test_literal_spelling_blocked_without_lookup(net: MemoryNetwork) -> None:
+    """A decimal spelling of 127.0.0.1 is refused without asking the resolver."""
+    result = net.run(net.fetcher(allow_local_hosts=False).gopher("gopher://2130706433/"))
+    assert result.error.code == "BLOCKED"
+    assert net.resolver.lookups == [] and net.attempts == []
+
+
+def test_vetted_address_is_dialled(net: MemoryNetwork) -> None:
+    """The connection goes to the vetted address that the name resolved to."""
+    net.resolver.add("public.example", "93.184.216.34")
+    net.listen("93.184.216.34", 70, FakeGopherServer({b"": b".\r\n"}))
+    net.run(net.fetcher(allow_local_hosts=False).gopher("gopher://public.example/"))
+    assert net.attempts == [("93.184.216.34", 70)]
+
+
+def test_dns_failure(net: MemoryNetwork) -> None:
+    """An unknown host name is a DNS_ERROR."""
+    result = net.run(net.fetcher().gopher("gopher://nowhere.example/"))
+    assert result.error.code == "DNS_ERROR"
+
+
+def test_refused(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A closed port is CONNECTION_FAILED, never an empty menu."""
+    result = net.run(net.fetcher().gopher("gopher://g.example:7070/"))
+    assert result.error.code == "CONNECTION_FAILED"
+
+
+def test_deadline(net: MemoryNetwork) -> None:
+    """A server that never answers ends in TIMEOUT at the deadline, on the fake clock."""
+    net.listen(HOST_IP, 70, FakeGopherServer({b"": b""}, close=False))
+    d = net.fetcher(timeout_seconds=5).gopher("gopher://g.example/")
+    net.flush()
+    net.reactor.advance(4.9)
+    net.flush()
+    assert not d.called
+    result = net.run(d, advance=0.2)
+    assert result.error.code == "TIMEOUT"
+    assert net.reactor.seconds() == pytest.approx(5.1)
+
+
+def test_size_cap_returns_first_part(net: MemoryNetwork) -> None:
+    """A body over the size cap is cut there and returned as a flagged window, not an error."""
+    net.listen(HOST_IP, 70, FakeGopherServer({b"/big": b"x" * 5000}))
+    result = net.run(net.fetcher(max_response_size=1024).gopher("gopher://g.example/0/big"))
+    assert isinstance(result, TextResult)
+    assert result.size == 1024 and result.window.size_capped and result.window.truncated
+    assert result.text == "x" * 1024
+
+
+def test_cache_and_refresh(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A repeat is served from the cache; refresh fetches again; the TTL expires entries."""
+    fetcher = net.fetcher()
+    first = net.run(fetcher.gopher("gopher://g.example/"))
+    net.reactor.advance(10)
+    second = net.run(fetcher.gopher("gopher://g.example/"))
+    assert (first.cache.cached, second.cache.cached) == (False, True)
+    assert second.cache.cache_age_seconds == 10
+    assert len(server.requests) == 1
+    net.run(fetcher.gopher("gopher://g.example/", refresh=True))
+    assert len(server.requests) == 2
+    net.reactor.advance(301)
+    again = net.run(fetcher.gopher("gopher://g.example/"))
+    assert again.cache.cached is False and len(server.requests) == 3
+
+
+def test_errors_are_not_cached(net: MemoryNetwork) -> None:
+    """A failed fetch is not remembered: the next call tries again."""
+    fetcher = net.fetcher()
+    net.run(fetcher.gopher("gopher://g.example/"))
+    net.listen(HOST_IP, 70, FakeGopherServer({b"": b".\r\n"}))
+    result = net.run(fetcher.gopher("gopher://g.example/"))
+    assert isinstance(result, MenuResult)
+
+
+def test_menu_windows(net: MemoryNetwork) -> None:
+    """A long menu is read window by window from one download; windows abut."""
+    lines = b"".join(b"0Item %d\t/%d\tg.example\t70\r\n" % (n, n) for n in range(25))
+    server = net.listen(HOST_IP, 70, FakeGopherServer({b"": lines + b".\r\n"}))
+    fetcher = net.fetcher(max_menu_items=10)
+    seen, offset = [], 0
+    while offset is not None:
+        result = net.run(fetcher.gopher("gopher://g.example/", offset=offset))
+        seen.extend(i.title for i in result.items)
+        assert result.window.total == 25
+        offset = result.window.next_offset
+    assert seen == [f"Item {n}" for n in range(25)]
+    assert len(server.requests) == 1
+
+
+def test_offset_past_end(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """An offset past the end is INVALID_REQUEST naming the size."""
+    result = net.run(net.fetcher().gopher("gopher://g.example/", offset=99))
+    assert result.error.code == "INVALID_REQUEST"
+    assert "5 items" in result.error.message
+
+
+def test_batch_order(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A batch returns one result per URL, in input order, errors included."""
+    urls = ["gopher://g.example/", "gopher://g.example/0/about.txt", "gopher://g.example/8"] * 16
+    urls += ["http://nope/", "gopher://g.example/"]
+    results = net.run(net.fetcher().gopher_batch(urls))
+    assert len(results) == 50
+    kinds = [type(r).__name__ for r in results]
+    assert kinds[:3] == ["MenuResult", "TextResult", "FetchFailure"]
+    assert results[48].error.code == "INVALID_REQUEST"
+
+
+@pytest.mark.parametrize("count", [0, 51])
+def test_batch_size_refused(net: MemoryNetwork, count: int) -> None:
+    """A batch of zero or more than 50 URLs is refused as a whole."""
+    with pytest.raises(InvalidRequest):
+        net.fetcher().gopher_batch(["gopher://g.example/"] * count)
+
+
+def test_allowlists(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """Hosts and ports off the configured allowlists are BLOCKED before any lookup."""
+    fetcher = net.fetcher(allowed_hosts=frozenset({"other.example"}))
+    assert net.run(fetcher.gopher("gopher://g.example/")).error.code == "BLOCKED"
+    fetcher = net.fetcher(allowed_ports=frozenset({7070}))
+    assert net.run(fetcher.gopher("gopher://g.example/")).error.code == "BLOCKED"
+    assert net.resolver.lookups == []
+
+
+def test_overlong_selector(net: MemoryNetwork) -> None:
+    """A selector over the configured length is INVALID_REQUEST."""
+    result = net.run(net.fetcher(max_selector_length=10).gopher("gopher://g.example/0" + "a" * 11))
+    assert result.error.code == "INVALID_REQUEST"

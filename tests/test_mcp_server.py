@@ -1,0 +1,123 @@
+"""
+Tests for L{gophergem.mcp.server} through the SDK's own in-process client,
+which validates every structured result against the tool's output schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+from mcp import Client
+
+from gophergem.mcp.server import build_server
+from tests.mcp_helpers import network, run_with_network
+
+
+def call(name: str, arguments: dict[str, Any], **fetcher_options: Any) -> tuple[Any, Any]:
+    net, server = network()
+    mcp_server = build_server(net.fetcher(**fetcher_options))
+
+    async def body() -> tuple[Any, Any]:
+        async with Client(mcp_server) as client:
+            tools = await client.list_tools()
+            return tools, await client.call_tool(name, arguments)
+
+    return run_with_network(net, body)
+
+
+def schema_of(tools: Any, name: str) -> dict[str, Any]:
+    return next(t.output_schema for t in tools.tools if t.name == name)
+
+
+def test_tools_listed_with_schemas() -> None:
+    """Both Gopher tools are listed with descriptions, annotations and object output schemas."""
+    tools, _ = call("gopher_fetch", {"url": "gopher://g.example/"})
+    by_name = {t.name: t for t in tools.tools}
+    assert {"gopher_fetch", "gopher_batch_fetch"} <= set(by_name)
+    for tool in by_name.values():
+        assert tool.description and not tool.description.startswith((" ", "\n"))
+        assert tool.output_schema["type"] == "object"
+        assert tool.annotations.read_only_hint is True
+        for prop in tool.input_schema["properties"].values():
+            assert prop.get("description")
+
+
+def test_menu_result() -> None:
+    """A menu result validates against the schema, and the text block is its compact JSON."""
+    tools, result = call("gopher_fetch", {"url": "gopher://g.example/"})
+    data = result.structured_content
+    jsonschema.validate(data, schema_of(tools, "gopher_fetch"))
+    assert result.is_error is False
+    assert data["kind"] == "menu"
+    assert [i["type"] for i in data["items"]] == ["i", "1", "0", "h", "9"]
+    assert data["items"][0]["next_url"] == ""
+    assert data["items"][3]["next_url"] == "https://example.org/"
+    (block,) = result.content
+    text = block.text
+    assert "\n" not in text and ": " not in text
+    compact = json.loads(text)
+    assert compact["kind"] == "menu"
+    assert [i.get("next_url", "") for i in compact["items"]] == [
+        i["next_url"] for i in data["items"]
+    ]
+
+
+def test_error_result_sets_is_error() -> None:
+    """A failed fetch is a normal result of kind error with isError set."""
+    tools, result = call("gopher_fetch", {"url": "gopher://g.example/8"})
+    assert result.is_error is True
+    assert result.structured_content["error"]["code"] == "NOT_FETCHABLE"
+    jsonschema.validate(result.structured_content, schema_of(tools, "gopher_fetch"))
+
+
+def test_wrong_scheme_names_the_right_tool() -> None:
+    """A gemini:// URL handed to gopher_fetch is INVALID_REQUEST naming gemini_fetch."""
+    _, result = call("gopher_fetch", {"url": "gemini://g.example/"})
+    error = result.structured_content["error"]
+    assert error["code"] == "INVALID_REQUEST" and "gemini_fetch" in error["message"]
+
+
+def test_binary_and_text() -> None:
+    """Text and binary items validate against the schema and carry their byte counts."""
+    tools, result = call(
+        "gopher_batch_fetch", {"urls": ["gopher://g.example/0/about", "gopher://g.example/9/bin"]}
+    )
+    data = result.structured_content
+    jsonschema.validate(data, schema_of(tools, "gopher_batch_fetch"))
+    text, binary = data["result"]
+    assert (text["kind"], text["text"], text["bytes"]) == ("text", "Hello\n", 10)
+    assert (binary["kind"], binary["mime_type"], binary["bytes"]) == ("binary", "image/gif", 16)
+
+
+def test_batch_of_fifty_in_order() -> None:
+    """Fifty URLs give fifty results in input order; isError is never set on a batch."""
+    urls = [f"gopher://g.example/{t}" for t in ("1", "0/about", "8", "9/bin", "1/sub")] * 10
+    tools, result = call("gopher_batch_fetch", {"urls": urls})
+    results = result.structured_content["result"]
+    assert len(results) == 50 and result.is_error is False
+    assert [r["request_info"]["url"] for r in results] == [
+        u if not u.endswith("g.example/1") else u for u in urls
+    ]
+    jsonschema.validate(result.structured_content, schema_of(tools, "gopher_batch_fetch"))
+
+
+def test_batch_of_fifty_one_refused() -> None:
+    """A batch of 51 URLs is refused as INVALID_REQUEST."""
+    tools, result = call("gopher_batch_fetch", {"urls": ["gopher://g.example/"] * 51})
+    assert result.is_error is True
+    assert result.structured_content["error"]["code"] == "INVALID_REQUEST"
+    jsonschema.validate(result.structured_content, schema_of(tools, "gopher_batch_fetch"))
+
+
+def test_every_kind_validates() -> None:
+    """Menu, text, binary and error payloads each validate against the single-fetch schema."""
+    for url in (
+        "gopher://g.example/",
+        "gopher://g.example/0/about",
+        "gopher://g.example/9/bin",
+        "gopher://g.example:9/",
+    ):
+        tools, result = call("gopher_fetch", {"url": url})
+        jsonschema.validate(result.structured_content, schema_of(tools, "gopher_fetch"))
