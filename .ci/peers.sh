@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Install the Debian peers the integration tests drive (tests/integration):
+# gophernicus (a real Gopher server) and socat (runs it per connection on
+# loopback).  Does nothing when both are already there, so it is safe to run
+# on every CI job.  Works as root (containers, no sudo needed) or as a user
+# with sudo (hosted runners).
+set -euo pipefail
+
+GOPHERNICUS=/usr/sbin/gophernicus
+
+have_peers() {
+    [ -x "$GOPHERNICUS" ] && command -v socat >/dev/null 2>&1
+}
+
+if have_peers; then
+    echo "peers.sh: gophernicus and socat already installed"
+    exit 0
+fi
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        echo "peers.sh: need root (or sudo) to run: $*" >&2
+        return 1
+    fi
+}
+
+export DEBIAN_FRONTEND=noninteractive
+
+# On a host running systemd the package enables gophernicus.socket (port 70,
+# all interfaces).  The tests run their own instance on 127.0.0.1, so keep the
+# packaged one from starting during the install with a temporary policy-rc.d
+# (honoured by invoke-rc.d and deb-systemd-invoke), unless one exists already.
+policy=/usr/sbin/policy-rc.d
+created_policy=false
+cleanup() {
+    if [ "$created_policy" = true ]; then
+        as_root rm -f "$policy" || true
+    fi
+}
+trap cleanup EXIT
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+    created_policy=true
+    as_root chmod 0755 "$policy"
+fi
+
+as_root apt-get update
+as_root apt-get install -y gophernicus socat
+
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    as_root systemctl disable --now gophernicus.socket >/dev/null 2>&1 || true
+fi
+
+if ! have_peers; then
+    echo "peers.sh: gophernicus or socat still missing after apt-get install" >&2
+    exit 1
+fi
+echo "peers.sh: installed gophernicus and socat"
