@@ -93,9 +93,9 @@ def _serve_stdio(config: Config) -> int:
     _install_asyncio_reactor()
     from twisted.internet import reactor
 
-    from gophergem.service import makeService
+    from gophergem.service import makeService, reserve_stdout
 
-    top = makeService(config, reactor, transport="stdio")
+    top = makeService(config, reactor, transport="stdio", stdout_fd=reserve_stdout())
     reactor.callWhenRunning(top.startService)
     reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
     reactor.run()

@@ -25,7 +25,22 @@ from gophergem.interfaces import IResolver
 from gophergem.policy.addresses import AddressPolicy
 from gophergem.policy.cache import ResponseCache
 
-__all__ = ["StdioMCPService", "build_fetcher", "makeService"]
+__all__ = ["StdioMCPService", "build_fetcher", "makeService", "reserve_stdout"]
+
+
+def reserve_stdout() -> int:
+    """
+    Keep standard output for the MCP wire alone.
+
+    Duplicates file descriptor 1 for the protocol and points 1 at stderr, so
+    that a stray C{print} or a log observer on C{sys.stdout} can never write
+    into the protocol stream.  Call it before anything logs.
+
+    @return: The descriptor the protocol must write to.
+    """
+    wire = os.dup(1)
+    os.dup2(2, 1)
+    return wire
 
 
 def build_fetcher(config: Config, reactor: Any, resolver: IResolver | None = None) -> Fetcher:
@@ -53,14 +68,15 @@ class StdioMCPService(Service):
     """
     Serve MCP on this process's stdin and stdout.
 
-    On start, file descriptor 1 is duplicated for the protocol and then
-    pointed at stderr, so a stray C{print} can never corrupt the wire.  When
+    Responses go to C{stdout_fd}; pass the descriptor L{reserve_stdout}
+    returned so that nothing else can write into the protocol stream.  When
     the session ends (stdin closed and every owed response written),
     C{on_end} is called, which stops the reactor by default.
     """
 
     fetcher: Fetcher
     reactor: Any
+    stdout_fd: int = 1
     on_end: Callable[[], None] | None = None
     protocol: Any = attrs.field(default=None, init=False)
 
@@ -73,9 +89,7 @@ class StdioMCPService(Service):
         super().startService()
         server = build_server(self.fetcher)
         self.protocol = StdioMCPProtocol(server._lowlevel_server)
-        wire = os.dup(1)
-        os.dup2(2, 1)
-        StandardIO(self.protocol, stdin=0, stdout=wire, reactor=self.reactor)
+        StandardIO(self.protocol, stdin=0, stdout=self.stdout_fd, reactor=self.reactor)
         self.protocol.finished.addBoth(lambda _: self._ended())
 
     def _ended(self) -> None:
@@ -91,6 +105,7 @@ def makeService(
     *,
     transport: str = "stdio",
     resolver: IResolver | None = None,
+    stdout_fd: int = 1,
 ) -> MultiService:
     """
     Build gophergem's service tree.
@@ -98,6 +113,7 @@ def makeService(
     @param reactor: The reactor to run on; the global one when omitted.  The
         MCP endpoint needs Twisted's asyncio reactor.
     @param transport: C{"stdio"}: MCP on stdin/stdout.
+    @param stdout_fd: Where stdio responses are written (see L{reserve_stdout}).
     """
     if reactor is None:
         from twisted.internet import reactor as global_reactor
@@ -107,5 +123,5 @@ def makeService(
     fetcher = build_fetcher(config, reactor, resolver)
     if transport != "stdio":
         raise ValueError(f"unknown transport {transport!r}")
-    StdioMCPService(fetcher, reactor).setServiceParent(top)
+    StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd).setServiceParent(top)
     return top
