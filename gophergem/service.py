@@ -22,8 +22,8 @@ from gophergem.client.connect import Connector, reactor_resolver
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
 from gophergem.interfaces import IResolver
-from gophergem.policy.addresses import AddressPolicy
 from gophergem.policy.cache import ResponseCache
+from gophergem.policy.targets import AddressPolicy
 
 __all__ = ["StdioMCPService", "build_fetcher", "makeService", "reserve_stdout"]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import ClassVar
 
 from twisted.application.service import IService
 from twisted.python import usage
@@ -31,12 +32,12 @@ class Options(usage.Options):
         "variable (GOPHER_*, GEMINI_*, GOPHERGEM_*); an option wins over the variable. "
         "In stdio mode run as: twistd -n --pidfile= gophergem (logs go to stderr)."
     )
-    optParameters = [
+    optParameters: ClassVar[list[list[str | None]]] = [
         ["transport", None, "stdio", "stdio: MCP on stdin/stdout."],
         *[[s.option, None, None, f"{s.help} [{s.variable}]"] for s in SETTINGS],
     ]
 
-    def postOptions(self) -> None:  # noqa: N802
+    def postOptions(self) -> None:
         if self["transport"] != "stdio":
             raise usage.UsageError(f"--transport must be stdio, not {self['transport']!r}.")
         values = dict(os.environ)
@@ -67,9 +68,10 @@ def _ensure_asyncio_reactor() -> None:
     asyncioreactor.install(loop)
 
 
-def makeService(options: Options) -> IService:  # noqa: N802 - twistd's name
+def makeService(options: Options) -> IService:
     """Build the service tree for C{twistd gophergem}."""
-    from gophergem.service import makeService as make, reserve_stdout
+    from gophergem.service import makeService as make
+    from gophergem.service import reserve_stdout
 
     stdout_fd = reserve_stdout() if options["transport"] == "stdio" else 1
     return make(options["config"], transport=options["transport"], stdout_fd=stdout_fd)

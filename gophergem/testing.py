@@ -79,7 +79,7 @@ class _GopherServerProtocol(Protocol):
     def __init__(self) -> None:
         self._buffer = b""
 
-    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+    def dataReceived(self, data: bytes) -> None:
         self._buffer += data
         if b"\n" not in self._buffer:
             return

@@ -14,12 +14,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
-import attrs
-from zope.interface import implementer
-
-from gophergem.interfaces import IAddressPolicy
-
-__all__ = ["AddressPolicy", "is_public", "parse_ip_literal"]
+__all__ = ["is_public", "parse_ip_literal"]
 
 IPAddress = IPv4Address | IPv6Address
 
@@ -134,19 +129,3 @@ def is_public(address: IPAddress) -> bool:
     if any(address in net for net in _EXTRA_V4_BLOCKS):
         return False
     return address.is_global and not address.is_multicast and not address.is_reserved
-
-
-@implementer(IAddressPolicy)
-@attrs.frozen
-class AddressPolicy:
-    """
-    The address rules in force.
-
-    @ivar allow_local: Lift the SSRF rules (C{*_ALLOW_LOCAL_HOSTS=true}).
-    """
-
-    allow_local: bool = False
-
-    def permits(self, address: IPAddress) -> bool:
-        """Return whether C{address} may be dialled."""
-        return self.allow_local or is_public(address)
