@@ -92,7 +92,7 @@ def test_silent_lines(raw: bytes) -> None:
 
 
 def test_burst_then_eof_gets_every_response() -> None:
-    """Ten calls and a garbage line followed at once by EOF get eleven answers plus a parse error."""
+    """Ten calls and a garbage line cut off by EOF get eleven answers and a parse error."""
     lines = [line(INIT), line(INITIALIZED), b"{not json"] + [line(call(i)) for i in range(2, 12)]
     messages = session(lines)
     ids = sorted(m["id"] for m in messages if m.get("id") is not None)
