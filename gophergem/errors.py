@@ -16,15 +16,34 @@ from typing import Any, ClassVar
 import attrs
 
 __all__ = [
+    "BlockedByRobots",
     "BlockedError",
+    "CertificateChanged",
+    "CertificateExists",
+    "CertificateExpired",
+    "CertificateNotYetValid",
+    "CertificateStoreUnavailable",
+    "CertificateUnverified",
+    "ClientCertsDisabled",
     "ConnectionFailed",
+    "ContentFiltered",
     "DNSError",
     "FetchError",
+    "FingerprintMismatch",
     "GophergemError",
+    "InvalidRedirect",
     "InvalidRequest",
+    "InvalidStatus",
     "NotFetchable",
+    "PermanentError",
     "ProtocolError",
+    "RobotsUnavailable",
+    "SlowDown",
+    "TLSError",
+    "TemporaryError",
     "TimeoutError",
+    "TofuDisabled",
+    "UserDeclined",
 ]
 
 
@@ -112,3 +131,117 @@ class FetchError(GophergemError):
     """Anything else that went wrong on the wire."""
 
     code = "FETCH_ERROR"
+
+
+class BlockedByRobots(GophergemError):
+    """The host's robots.txt excludes this path for us."""
+
+    code = "BLOCKED_BY_ROBOTS"
+
+
+class RobotsUnavailable(GophergemError):
+    """robots.txt could not be read, and the protocol fails closed (Gemini)."""
+
+    code = "ROBOTS_UNAVAILABLE"
+
+
+class TLSError(GophergemError):
+    """The TLS handshake or session failed."""
+
+    code = "TLS_ERROR"
+
+
+class ContentFiltered(GophergemError):
+    """The response's MIME type is on the configured deny list."""
+
+    code = "CONTENT_FILTERED"
+
+
+class TemporaryError(GophergemError):
+    """A Gemini 4x status."""
+
+    code = "TEMPORARY_ERROR"
+
+
+class PermanentError(GophergemError):
+    """A Gemini 5x status."""
+
+    code = "PERMANENT_ERROR"
+
+
+class SlowDown(GophergemError):
+    """The host asked us to slow down (Gemini 44); nothing was sent."""
+
+    code = "SLOW_DOWN"
+
+
+class InvalidRedirect(GophergemError):
+    """A redirect whose target cannot be used."""
+
+    code = "INVALID_REDIRECT"
+
+
+class InvalidStatus(GophergemError):
+    """A Gemini status outside the defined ranges."""
+
+    code = "INVALID_STATUS"
+
+
+class CertificateChanged(GophergemError):
+    """The host presented a new key, not the pinned one."""
+
+    code = "CERTIFICATE_CHANGED"
+
+
+class CertificateExpired(GophergemError):
+    """The host's certificate has expired (and expired ones are refused)."""
+
+    code = "CERTIFICATE_EXPIRED"
+
+
+class CertificateNotYetValid(GophergemError):
+    """The host's certificate is not valid yet."""
+
+    code = "CERTIFICATE_NOT_YET_VALID"
+
+
+class CertificateUnverified(GophergemError):
+    """The certificate could not be checked at all."""
+
+    code = "CERTIFICATE_UNVERIFIED"
+
+
+class CertificateStoreUnavailable(GophergemError):
+    """A pin or identity store could not be locked, read or written."""
+
+    code = "CERTIFICATE_STORE_UNAVAILABLE"
+
+
+class CertificateExists(GophergemError):
+    """An identity already covers that scope."""
+
+    code = "CERTIFICATE_EXISTS"
+
+
+class FingerprintMismatch(GophergemError):
+    """The fingerprint given does not match the stored one; nothing changed."""
+
+    code = "FINGERPRINT_MISMATCH"
+
+
+class UserDeclined(GophergemError):
+    """The user said no when asked; nothing changed."""
+
+    code = "USER_DECLINED"
+
+
+class TofuDisabled(GophergemError):
+    """Trust on first use is switched off, so there is no pin store."""
+
+    code = "TOFU_DISABLED"
+
+
+class ClientCertsDisabled(GophergemError):
+    """Client identities are switched off."""
+
+    code = "CLIENT_CERTS_DISABLED"

@@ -11,7 +11,7 @@ from ipaddress import IPv4Address, IPv6Address
 from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
-__all__ = ["IAddressPolicy", "IResolver", "IResponseCache"]
+__all__ = ["IAddressPolicy", "IIdentityStore", "IPinStore", "IResolver", "IResponseCache"]
 
 
 class IResolver(Interface):
@@ -46,3 +46,58 @@ class IResponseCache(Interface):
 
     def discard(key: str) -> None:
         """Forget C{key}, if it is stored."""
+
+
+class IPinStore(Interface):
+    """
+    Server certificate pins, keyed by host and port.
+
+    Every method is synchronous (a pin decision is made inside a TLS
+    callback) and raises L{gophergem.errors.CertificateStoreUnavailable} when
+    the store cannot be read, locked or written.  Several processes may share
+    one store: a write never loses another process's pins.
+    """
+
+    def get(host: str, port: int) -> object:
+        """Return the L{gophergem.trust.Pin} for C{host}:C{port}, or C{None}."""
+
+    def put(pin: object) -> None:
+        """Insert or replace the pin for C{pin.host}:C{pin.port}, durably."""
+
+    def remove(host: str, port: int) -> bool:
+        """Forget the pin for C{host}:C{port}; return whether there was one."""
+
+    def all(host: str | None = None) -> list[object]:
+        """Every pin (for C{host} only, when given), sorted by host then port."""
+
+
+class IIdentityStore(Interface):
+    """
+    Client identities (certificate and private key) with their scopes.
+
+    Synchronous, process-safe and crash-safe like L{IPinStore}.  Private keys
+    never leave the store except through L{credentials}.
+    """
+
+    def find(host: str, port: int, path: str) -> object:
+        """
+        Return the L{gophergem.trust.Identity} whose scope covers the request,
+        the one with the longest path prefix when several do, or C{None}.
+        """
+
+    def create(host: str, port: int, path: str, now: float) -> object:
+        """
+        Mint a key and a self-signed certificate for the scope and store them.
+
+        @raise gophergem.errors.CertificateExists: When an identity already
+            covers exactly that scope.
+        """
+
+    def remove(host: str, port: int, path: str) -> bool:
+        """Delete the identity of exactly that scope; return whether one existed."""
+
+    def all(host: str | None = None) -> list[object]:
+        """Every identity (for C{host} only, when given)."""
+
+    def credentials(identity: object) -> tuple[bytes, bytes]:
+        """Return C{(certificate_pem, private_key_pem)} for C{identity}."""
