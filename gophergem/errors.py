@@ -187,10 +187,31 @@ class InvalidStatus(GophergemError):
     code = "INVALID_STATUS"
 
 
+@attrs.define(auto_exc=True, kw_only=True)
 class CertificateChanged(GophergemError):
-    """The host presented a new key, not the pinned one."""
+    """
+    The host presented a new key, not the pinned one.
 
-    code = "CERTIFICATE_CHANGED"
+    @ivar pinned_fingerprint: The pinned certificate's fingerprint.
+    @ivar presented_fingerprint: The new certificate's fingerprint.
+    @ivar pinned_expires: When the pinned certificate expires (ISO-8601 UTC).
+    @ivar pinned_expired: Whether it already has, which makes a reissue plausible.
+    """
+
+    code: ClassVar[str] = "CERTIFICATE_CHANGED"
+
+    pinned_fingerprint: str | None = None
+    presented_fingerprint: str | None = None
+    pinned_expires: str | None = None
+    pinned_expired: bool | None = None
+
+    def fields(self) -> dict[str, Any]:
+        out = super().fields()
+        for name in ("pinned_fingerprint", "presented_fingerprint", "pinned_expires", "pinned_expired"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
 
 
 class CertificateExpired(GophergemError):
