@@ -204,10 +204,17 @@ class CertificateChanged(GophergemError):
     presented_fingerprint: str | None = None
     pinned_expires: str | None = None
     pinned_expired: bool | None = None
+    #: The L{gophergem.tls.PresentedCertificate}, for re-pinning on the user's word.
+    presented: Any = attrs.field(default=None, eq=False, repr=False)
 
     def fields(self) -> dict[str, Any]:
         out = super().fields()
-        for name in ("pinned_fingerprint", "presented_fingerprint", "pinned_expires", "pinned_expired"):
+        for name in (
+            "pinned_fingerprint",
+            "presented_fingerprint",
+            "pinned_expires",
+            "pinned_expired",
+        ):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value

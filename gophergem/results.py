@@ -10,6 +10,7 @@ payloads and the CLI prints them.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import attrs
 
@@ -135,8 +136,144 @@ class BinaryResult:
 class FetchFailure:
     """A fetch that failed; C{error} says how."""
 
-    request_info: RequestInfo
+    request_info: Any  # RequestInfo or GeminiRequestInfo
     error: GophergemError
 
 
 FetchResult = MenuResult | TextResult | BinaryResult | FetchFailure
+
+
+# --- Gemini -------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class GeminiRequestInfo:
+    """
+    What was asked of a Gemini server, echoed back.  The query is never
+    shown (it may be a secret answer), only whether there was one.
+    """
+
+    url: str
+    timestamp: str | None = None
+    host: str | None = None
+    port: int | None = None
+    path: str | None = None
+    has_query: bool | None = None
+    tls_version: str | None = None
+    cipher: str | None = None
+    cert_fingerprint: str | None = None
+    tofu_warning: str | None = None
+    client_cert_warning: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Mime:
+    """A parsed MIME type with the parameters Gemini gives meaning to."""
+
+    type: str
+    subtype: str
+    charset: str | None = None
+    lang: str | None = None
+
+    @property
+    def essence(self) -> str:
+        """C{type/subtype}."""
+        return f"{self.type}/{self.subtype}"
+
+
+@attrs.frozen(kw_only=True)
+class GemtextResult:
+    """A text/gemini page: one window of its parsed lines."""
+
+    request_info: GeminiRequestInfo
+    lines: tuple[Any, ...]
+    links: tuple[Any, ...]
+    feed_entries: tuple[Any, ...]
+    size: int
+    charset: str
+    lang: str | None
+    window: Window
+    cache: CacheInfo
+    incomplete: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class PartialLineResult:
+    """Part of one gemtext line too long for a window, delivered as plain text."""
+
+    request_info: GeminiRequestInfo
+    text: str
+    size: int
+    charset: str
+    window: Window
+    cache: CacheInfo
+    incomplete: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SuccessResult:
+    """A text/* body other than gemtext: one window of its characters."""
+
+    request_info: GeminiRequestInfo
+    content: str
+    mime: Mime
+    size: int
+    window: Window
+    cache: CacheInfo
+    incomplete: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class GeminiBinaryResult:
+    """A non-text body: described, never returned."""
+
+    request_info: GeminiRequestInfo
+    size: int
+    mime_type: str
+    note: str
+    size_capped: bool
+    cache: CacheInfo
+    incomplete: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class InputResult:
+    """Status 10/11: the capsule asks for input."""
+
+    request_info: GeminiRequestInfo
+    prompt: str
+    sensitive: bool
+
+
+@attrs.frozen(kw_only=True)
+class RedirectResult:
+    """Status 30/31, not followed."""
+
+    request_info: GeminiRequestInfo
+    new_url: str
+    permanent: bool
+    cross_host: bool
+    scheme: str
+
+
+@attrs.frozen(kw_only=True)
+class CertificateResult:
+    """Status 60/61/62: the capsule wants (another) client certificate."""
+
+    request_info: GeminiRequestInfo
+    status: int
+    required: bool
+    message: str
+    next_step: str
+
+
+GeminiResult = (
+    GemtextResult
+    | PartialLineResult
+    | SuccessResult
+    | GeminiBinaryResult
+    | InputResult
+    | RedirectResult
+    | CertificateResult
+    | FetchFailure
+)

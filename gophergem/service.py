@@ -11,7 +11,7 @@ connects until a service starts.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -21,9 +21,13 @@ from twisted.internet.interfaces import IReactorCore
 from gophergem.client.connect import Connector, reactor_resolver
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
-from gophergem.interfaces import IResolver
+from gophergem.fetcher.gemini import GeminiPipeline
+from gophergem.interfaces import IIdentityStore, IPinStore, IResolver
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.targets import AddressPolicy
+from gophergem.trust.identities import FileIdentityStore
+from gophergem.trust.paths import identity_store_dir, pin_store_path
+from gophergem.trust.pins import FilePinStore
 
 __all__ = ["StdioMCPService", "build_fetcher", "makeService", "reserve_stdout"]
 
@@ -43,24 +47,59 @@ def reserve_stdout() -> int:
     return wire
 
 
-def build_fetcher(config: Config, reactor: Any, resolver: IResolver | None = None) -> Fetcher:
+def build_fetcher(
+    config: Config,
+    reactor: Any,
+    resolver: IResolver | None = None,
+    *,
+    pins: IPinStore | None = None,
+    identities: IIdentityStore | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Fetcher:
     """
     Assemble the fetch pipeline for C{config} on C{reactor}.
 
     @param resolver: Where host names are looked up; the reactor's own
         resolver when omitted.
+    @param pins: The TOFU pin store; by default the file store the
+        configuration names (none when TOFU is off).
+    @param identities: The client identity store; by default the file store
+        the configuration names (none when identities are off).
+    @param environ: The environment default store locations derive from.
     """
-    gopher = config.gopher
-    connector = Connector(
+    names = resolver if resolver is not None else reactor_resolver(reactor)
+    gopher, gemini = config.gopher, config.gemini
+
+    def connector(allow_local: bool, timeout: float) -> Connector:
+        return Connector(reactor, names, AddressPolicy(allow_local=allow_local), timeout)
+
+    def cache(settings: Any) -> ResponseCache | None:
+        if settings.cache_enabled and settings.cache_ttl_seconds > 0:
+            return ResponseCache(reactor, settings.cache_ttl_seconds, settings.max_cache_entries)
+        return None
+
+    environ = os.environ if environ is None else environ
+    if pins is None and gemini.tofu_enabled:
+        pins = FilePinStore(str(pin_store_path(gemini.tofu_storage_path, environ)))
+    if identities is None and gemini.client_certs_enabled:
+        identities = FileIdentityStore(
+            str(identity_store_dir(gemini.client_certs_storage_path, environ))
+        )
+    pipeline = GeminiPipeline(
         reactor,
-        resolver if resolver is not None else reactor_resolver(reactor),
-        AddressPolicy(allow_local=gopher.allow_local_hosts),
-        connect_timeout=gopher.timeout_seconds,
+        connector(gemini.allow_local_hosts, gemini.timeout_seconds),
+        gemini,
+        cache(gemini),
+        pins if gemini.tofu_enabled else None,
+        identities if gemini.client_certs_enabled else None,
     )
-    cache = None
-    if gopher.cache_enabled and gopher.cache_ttl_seconds > 0:
-        cache = ResponseCache(reactor, gopher.cache_ttl_seconds, gopher.max_cache_entries)
-    return Fetcher(reactor, connector, gopher, cache)
+    return Fetcher(
+        reactor,
+        connector(gopher.allow_local_hosts, gopher.timeout_seconds),
+        gopher,
+        cache(gopher),
+        pipeline,
+    )
 
 
 @attrs.define

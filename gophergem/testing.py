@@ -28,6 +28,7 @@ import attrs
 from twisted.internet.address import IPv4Address as TwistedIPv4Address
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
@@ -38,9 +39,19 @@ from gophergem.config import Config
 from gophergem.errors import DNSError
 from gophergem.interfaces import IResolver
 
-__all__ = ["FakeGopherServer", "FakeResolver", "MemoryNetwork"]
+__all__ = [
+    "FakeGeminiServer",
+    "FakeGopherServer",
+    "FakeResolver",
+    "MemoryNetwork",
+    "ServerTLS",
+    "make_certificate",
+]
 
 _T = TypeVar("_T")
+
+#: Where a L{MemoryNetwork}'s clock starts: 2027-01-15T08:00:00Z.
+EPOCH = 1_800_000_000.0
 IPAddress = IPv4Address | IPv6Address
 
 #: A response: bytes to send, or a callable taking the search terms (or
@@ -110,6 +121,168 @@ class FakeGopherServer(Factory):
     protocol = _GopherServerProtocol
 
 
+def _memory_pins() -> Any:
+    from gophergem.trust.pins import MemoryPinStore
+
+    return MemoryPinStore()
+
+
+def _memory_identities() -> Any:
+    from gophergem.trust.identities import MemoryIdentityStore
+
+    return MemoryIdentityStore()
+
+
+# --- Gemini -------------------------------------------------------------------
+
+
+def make_certificate(
+    hostname: str = "localhost",
+    *,
+    key: Any = None,
+    not_before: float | None = None,
+    not_after: float | None = None,
+    now: float | None = None,
+) -> tuple[bytes, bytes]:
+    """
+    Make a self-signed certificate for C{hostname}.
+
+    @param key: An existing private key (to make a same-key reissue); a new
+        EC P-256 key when omitted.
+    @param not_before: Start of validity (POSIX seconds); a day before C{now}
+        by default.
+    @param not_after: End of validity; a year after C{now} by default.
+    @param now: The time the defaults are relative to; the wall clock when
+        omitted (pass a fake clock's time for memory tests).
+    @return: C{(certificate_pem, key_pem)}.
+    """
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = key or ec.generate_private_key(ec.SECP256R1())
+    now = (
+        datetime.datetime.now(datetime.UTC)
+        if now is None
+        else datetime.datetime.fromtimestamp(now, datetime.UTC)
+    )
+    start = (
+        datetime.datetime.fromtimestamp(not_before, datetime.UTC)
+        if not_before is not None
+        else now - datetime.timedelta(days=1)
+    )
+    end = (
+        datetime.datetime.fromtimestamp(not_after, datetime.UTC)
+        if not_after is not None
+        else now + datetime.timedelta(days=365)
+    )
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(hostname)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+@implementer(IOpenSSLServerConnectionCreator)
+@attrs.define
+class ServerTLS:
+    """
+    Server-side TLS for a fake Gemini server: one certificate, and client
+    certificates requested (never required) and accepted as presented.
+    """
+
+    certificate_pem: bytes
+    key_pem: bytes
+
+    def getContext(self) -> Any:  # noqa: N802 - Twisted's name
+        from OpenSSL import SSL, crypto
+
+        context = SSL.Context(SSL.TLS_SERVER_METHOD)
+        context.set_min_proto_version(SSL.TLS1_2_VERSION)
+        context.use_certificate(crypto.load_certificate(crypto.FILETYPE_PEM, self.certificate_pem))
+        context.use_privatekey(crypto.load_privatekey(crypto.FILETYPE_PEM, self.key_pem))
+        context.set_verify(SSL.VERIFY_PEER, lambda *args: True)
+        context.set_session_id(b"gophergem-testing")
+        return context
+
+    def serverConnectionForTLS(self, tlsProtocol: Any) -> Any:  # noqa: N802, N803
+        from OpenSSL import SSL
+
+        connection = SSL.Connection(self.getContext(), None)
+        connection.set_app_data(tlsProtocol)
+        return connection
+
+
+class _GeminiServerProtocol(Protocol):
+    factory: FakeGeminiServer
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._answered = False
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+        if self._answered:
+            return
+        self._buffer += data
+        if b"\r\n" not in self._buffer:
+            return
+        self._answered = True
+        request = self._buffer.split(b"\r\n", 1)[0]
+        peer = (
+            self.transport.getPeerCertificate()
+            if hasattr(self.transport, "getPeerCertificate")
+            else None
+        )
+        self.factory.requests.append(request)
+        self.factory.client_certificates.append(peer)
+        url = request.decode("utf-8", "replace")
+        path = "/" + url.split("://", 1)[-1].partition("/")[2]
+        route = path.split("?", 1)[0]
+        response = self.factory.routes.get(route, self.factory.missing)
+        body = response(url) if callable(response) else response
+        self.transport.write(body)
+        if self.factory.close:
+            self.transport.loseConnection()
+
+
+@attrs.define(eq=False)
+class FakeGeminiServer(Factory):
+    """
+    A Gemini server answering from C{routes}: a path (without query) to the
+    whole response (header and body) or a callable taking the request URL.
+
+    Wrap it for TLS with L{MemoryNetwork.listen_gemini}.
+
+    @ivar requests: Every request line received (without CRLF).
+    @ivar client_certificates: The client certificate presented with each
+        request (C{None} when none was).
+    @ivar close: Close (with TLS close_notify) after answering.
+    """
+
+    routes: dict[str, Response | Callable[[str], bytes]] = attrs.field(factory=dict)
+    missing: bytes = b"51 Not found\r\n"
+    close: bool = True
+    requests: list[bytes] = attrs.field(factory=list)
+    client_certificates: list[Any] = attrs.field(factory=list)
+    protocol = _GeminiServerProtocol
+
+
 @attrs.define
 class MemoryNetwork:
     """
@@ -127,30 +300,71 @@ class MemoryNetwork:
     _pumps: list[iosim.IOPump] = attrs.field(factory=list)
     _seen: int = 0
 
+    def __attrs_post_init__(self) -> None:
+        # Certificates have validity dates: start the fake clock at a
+        # realistic, fixed time rather than at 1970.
+        if self.reactor.seconds() == 0:
+            self.reactor.advance(EPOCH)
+
     def listen(self, address: str, port: int, factory: _T) -> _T:
         """Serve C{factory} at C{address}:C{port}; return it."""
         self.servers[(str(ip_address(address)), port)] = factory  # type: ignore[assignment]
         return factory
 
-    def fetcher(self, config: Config | None = None, **gopher: Any) -> Any:
-        """
-        A L{gophergem.fetcher.Fetcher} on this network.
+    pins: Any = attrs.field(factory=lambda: _memory_pins())
+    identities: Any = attrs.field(factory=lambda: _memory_identities())
 
-        Keyword arguments override L{GopherConfig} fields; local addresses
-        are allowed unless C{allow_local_hosts=False} is passed.
+    def fetcher(
+        self, config: Config | None = None, *, gemini: dict[str, Any] | None = None, **gopher: Any
+    ) -> Any:
+        """
+        A L{gophergem.fetcher.Fetcher} on this network, with this network's
+        memory pin and identity stores.
+
+        Keyword arguments override L{gophergem.config.GopherConfig} fields,
+        C{gemini} overrides L{gophergem.config.GeminiConfig} fields; local
+        addresses are allowed unless C{allow_local_hosts=False} is given.
         """
         from gophergem.service import build_fetcher
 
         config = config or Config()
         gopher.setdefault("allow_local_hosts", True)
-        config = attrs.evolve(config, gopher=attrs.evolve(config.gopher, **gopher))
-        return build_fetcher(config, self.reactor, self.resolver)
+        gemini = dict(gemini or {})
+        gemini.setdefault("allow_local_hosts", True)
+        config = attrs.evolve(
+            config,
+            gopher=attrs.evolve(config.gopher, **gopher),
+            gemini=attrs.evolve(config.gemini, **gemini),
+        )
+        return build_fetcher(
+            config, self.reactor, self.resolver, pins=self.pins, identities=self.identities
+        )
+
+    def listen_gemini(
+        self,
+        address: str,
+        port: int,
+        server: FakeGeminiServer,
+        tls: ServerTLS | None = None,
+        *,
+        hostname: str = "localhost",
+    ) -> FakeGeminiServer:
+        """
+        Serve C{server} over TLS at C{address}:C{port} (a fresh self-signed
+        certificate for C{hostname} unless C{tls} is given); return it.
+        """
+        from twisted.protocols.tls import TLSMemoryBIOFactory
+
+        tls = tls or ServerTLS(*make_certificate(hostname, now=self.reactor.seconds()))
+        self.listen(address, port, TLSMemoryBIOFactory(tls, False, server, clock=self.reactor))
+        return server
 
     def flush(self) -> None:
         """Connect new clients to their servers and move bytes until quiet."""
         progress = True
         while progress:
             progress = False
+            self.reactor.advance(0)  # run what is due now (e.g. TLS write aggregation)
             while self._seen < len(self.reactor.tcpClients):
                 host, port, factory, _timeout, _bind = self.reactor.tcpClients[self._seen]
                 self._seen += 1

@@ -251,7 +251,8 @@ def decide(
             pin=pin(pinned.first_seen),
             warnings=tuple(warnings),
         )
-    old_expired = pinned.expires < now
+    old_expired = 0 < pinned.expires < now
+    until = f"valid until {_iso(pinned.expires)}" if pinned.expires > 0 else "expiry unknown"
     return TrustDecision(
         verdict=Verdict.CHANGED,
         presented=presented,
@@ -259,7 +260,7 @@ def decide(
         refusal=CertificateChanged(
             message=(
                 f"The server presented a different key than the one pinned for {host}:{port}. "
-                f"Pinned {pinned.fingerprint} (valid until {_iso(pinned.expires)}"
+                f"Pinned {pinned.fingerprint} ({until}"
                 f"{', now expired' if old_expired else ''}); presented {presented.fingerprint}. "
                 "Nothing was sent."
             ),
@@ -269,8 +270,9 @@ def decide(
             ),
             pinned_fingerprint=pinned.fingerprint,
             presented_fingerprint=presented.fingerprint,
-            pinned_expires=_iso(pinned.expires),
+            pinned_expires=_iso(pinned.expires) if pinned.expires > 0 else None,
             pinned_expired=old_expired,
+            presented=presented,
         ),
     )
 
@@ -285,8 +287,10 @@ def _fail_closed(callback: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return callback(connection, *args)
         except BaseException as exc:
-            error = exc if isinstance(exc, GophergemError) else CertificateUnverified(
-                message="The server's certificate could not be checked."
+            error = (
+                exc
+                if isinstance(exc, GophergemError)
+                else CertificateUnverified(message="The server's certificate could not be checked.")
             )
             if not isinstance(exc, GophergemError):
                 log.failure("TLS callback failed", Failure(exc))
@@ -341,9 +345,7 @@ class GeminiTLSCreator:
         return connection
 
     @staticmethod
-    def _verify(
-        connection: SSL.Connection, cert: Any, errno: int, depth: int, ok: int
-    ) -> bool:
+    def _verify(connection: SSL.Connection, cert: Any, errno: int, depth: int, ok: int) -> bool:
         # Self-signed certificates are the norm in Gemini: the chain is never
         # judged here; trust is decided on the leaf when the handshake is done.
         return True

@@ -1,23 +1,38 @@
 # -*- test-case-name: tests.test_url -*-
 """
-Gopher URLs (RFC 4266), parsed and printed without I/O.
+Gopher URLs (RFC 4266) and Gemini URLs, parsed and printed without I/O.
 
 A L{GopherURL} keeps the selector and the search terms as the exact bytes
 that go on the wire: a menu's selector may be Latin-1, or hold C{?}, C{#} or
 C{%}, and following it must send precisely what the server named.
+
+A L{GeminiURL} keeps its path and query percent-encoded, normalised so that
+one resource has one spelling; it also resolves the relative references
+found in gemtext links and redirects (RFC 3986 section 5.2).
 """
 
 from __future__ import annotations
 
+import re
 import string
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 import attrs
 import idna
 
 from gophergem.errors import InvalidRequest
 
-__all__ = ["GOPHER_DEFAULT_PORT", "GopherURL", "quote_bytes", "safe_echo", "scheme_of"]
+__all__ = [
+    "GEMINI_DEFAULT_PORT",
+    "GEMINI_MAX_URL_BYTES",
+    "GOPHER_DEFAULT_PORT",
+    "GeminiURL",
+    "GopherURL",
+    "quote_bytes",
+    "remove_dot_segments",
+    "safe_echo",
+    "scheme_of",
+]
 
 GOPHER_DEFAULT_PORT = 70
 
@@ -209,3 +224,252 @@ class GopherURL:
     def with_search(self, search: bytes | None) -> GopherURL:
         """Return a copy whose search terms are C{search}."""
         return attrs.evolve(self, search=search)
+
+
+# --- Gemini ----------------------------------------------------------------
+
+GEMINI_DEFAULT_PORT = 1965
+
+# The longest URL a Gemini request may carry, in bytes (the CRLF not counted).
+GEMINI_MAX_URL_BYTES = 1024
+
+_UNRESERVED = string.ascii_letters + string.digits + "-._~"
+# Characters that may stay literal in a path (RFC 3986 pchar and "/") and in
+# a query (the same plus "?"); "%" is kept only when it starts a %XX escape.
+_PATH_SAFE = frozenset(_UNRESERVED + "!$&'()*+,;=" + ":@/")
+_QUERY_SAFE = _PATH_SAFE | {"?"}
+_HEX = frozenset(string.hexdigits)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# RFC 3986 appendix B, for a reference known to have no scheme.
+_RELATIVE = re.compile(r"(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
+# Whitespace trimmed from a link target or a redirect's META.
+_EDGE_SPACE = " \t\r\n\f\v"
+
+
+def remove_dot_segments(path: str) -> str:
+    """
+    Remove C{.} and C{..} segments from an absolute path (RFC 3986 section
+    5.2.4).  A C{..} above the root stays at the root.  A path that does not
+    start with C{/} is returned as it is.
+    """
+    if not path.startswith("/"):
+        return path
+    segments = path.split("/")[1:]
+    if "." not in segments and ".." not in segments:
+        return path
+    out: list[str] = []
+    last = len(segments) - 1
+    for index, segment in enumerate(segments):
+        if segment == "..":
+            if out:
+                out.pop()
+            if index == last:
+                out.append("")
+        elif segment == ".":
+            if index == last:
+                out.append("")
+        else:
+            out.append(segment)
+    return "/" + "/".join(out)
+
+
+def _normalise_component(text: str, safe: frozenset[str]) -> str:
+    """
+    Percent-encode what may not appear raw in a URL path or query: spaces,
+    non-ASCII (as UTF-8), and a C{%} that does not start an escape.  Existing
+    C{%XX} escapes are left exactly as they are.
+    """
+    if all(c in safe for c in text):
+        return text
+    out: list[str] = []
+    index, size = 0, len(text)
+    while index < size:
+        char = text[index]
+        if char in safe:
+            out.append(char)
+        elif char == "%" and index + 2 < size and _is_escape(text, index):
+            out.append(text[index : index + 3])
+            index += 3
+            continue
+        else:
+            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8")))
+        index += 1
+    return "".join(out)
+
+
+def _is_escape(text: str, index: int) -> bool:
+    return text[index + 1] in _HEX and text[index + 2] in _HEX
+
+
+def _merge(base_path: str, reference_path: str) -> str:
+    """Merge a relative path with the base path (RFC 3986 section 5.2.3)."""
+    return base_path[: base_path.rfind("/") + 1] + reference_path
+
+
+@attrs.frozen
+class GeminiURL:
+    """
+    A parsed C{gemini://} URL.
+
+    Path and query are kept percent-encoded and normalised: dot-segments
+    removed, and every character that may not appear raw in a URL (a space,
+    non-ASCII text, a stray C{%}) percent-encoded, while existing C{%XX}
+    escapes are kept as they are.  The fragment is never kept: Gemini
+    requests must not carry one.
+
+    @ivar host: Lower-case host name, IDNA-encoded, or an IP literal
+        (IPv6 without brackets).
+    @ivar port: TCP port, 1965 by default.
+    @ivar path: The percent-encoded path; never empty (at least C{/}).
+    @ivar query: The percent-encoded query without its C{?}, or C{None} when
+        the URL has none (C{""} for a URL ending in a bare C{?}).
+    """
+
+    host: str
+    port: int = GEMINI_DEFAULT_PORT
+    path: str = "/"
+    query: str | None = None
+
+    @classmethod
+    def from_text(cls, text: str) -> GeminiURL:
+        """
+        Parse a gemini URL.
+
+        @raise InvalidRequest: If C{text} is not a usable gemini URL: another
+            scheme, no host, a user name or password, a bad port, control
+            characters.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidRequest(message="The URL is empty.")
+        text = text.strip()
+        if _CONTROL.search(text):
+            raise InvalidRequest(message="The URL contains control characters.")
+        if _SURROGATE.search(text):
+            raise InvalidRequest(message="The URL is not valid Unicode text.")
+        if scheme_of(text) != "gemini" or text[len("gemini:") : len("gemini://")] != "//":
+            raise _wrong_scheme(text, "gemini")
+        rest, _, _fragment = text[len("gemini://") :].partition("#")
+        rest, has_query, query = rest.partition("?")
+        slash = rest.find("/")
+        authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
+        host, port = parse_host(authority, GEMINI_DEFAULT_PORT, "gemini")
+        host = host.lower()  # IPv6 literals too: one address, one spelling
+        path = _normalise_component(remove_dot_segments(path or "/"), _PATH_SAFE)
+        return cls(
+            host=host,
+            port=port,
+            path=path,
+            query=_normalise_component(query, _QUERY_SAFE) if has_query else None,
+        )
+
+    def to_text(self) -> str:
+        """Print the canonical URL, without the port when it is 1965."""
+        authority = format_host(self.host, self.port, GEMINI_DEFAULT_PORT)
+        text = f"gemini://{authority}{self.path}"
+        return text if self.query is None else f"{text}?{self.query}"
+
+    def request_line(self) -> bytes:
+        """
+        Build the request: the URL and CRLF.
+
+        @raise InvalidRequest: If the URL is longer than 1024 bytes, the
+            most a Gemini server accepts, or holds characters that cannot be
+            sent.
+        """
+        text = self.to_text()
+        if _CONTROL.search(text) or _SURROGATE.search(text):
+            raise InvalidRequest(message="The URL holds characters that cannot be sent.")
+        url = text.encode("utf-8")
+        if len(url) > GEMINI_MAX_URL_BYTES:
+            raise InvalidRequest(
+                message=(
+                    f"The URL is {len(url)} bytes long; Gemini requests are limited "
+                    f"to {GEMINI_MAX_URL_BYTES} bytes."
+                ),
+            )
+        return url + b"\r\n"
+
+    def without_query(self) -> GeminiURL:
+        """Return a copy without the query (safe to show: it may hold an answer)."""
+        return attrs.evolve(self, query=None)
+
+    def with_input(self, answer: str) -> GeminiURL:
+        """
+        Return a copy whose query is C{answer}, the reply to a status 10/11
+        prompt, replacing any query the URL had.
+
+        Everything but unreserved characters is percent-encoded (a space is
+        C{%20}, never C{+}), so the server decodes exactly C{answer}.  No
+        error message ever includes the answer.
+
+        @raise InvalidRequest: If C{answer} is not valid Unicode text or the
+            URL it makes is longer than 1024 bytes.
+        """
+        try:
+            raw = answer.encode("utf-8")
+        except (UnicodeEncodeError, AttributeError):
+            raise InvalidRequest(message="The input is not valid Unicode text.") from None
+        url = attrs.evolve(self, query=quote_from_bytes(raw, safe=""))
+        size = len(url.to_text().encode("utf-8", "surrogatepass"))
+        if size > GEMINI_MAX_URL_BYTES:
+            raise InvalidRequest(
+                message=(
+                    f"The input is too long: sent as a URL it takes {size} bytes, "
+                    f"and Gemini allows {GEMINI_MAX_URL_BYTES}."
+                ),
+                next_step="Shorten the input and send it again.",
+            )
+        return url
+
+    def resolve(self, reference: str) -> str:
+        """
+        Resolve a link target or redirect location against this URL (RFC
+        3986 section 5.2).
+
+        Relative references (C{//host/x}, C{/x}, C{x}, C{../x}, C{?q}) become
+        absolute gemini URLs in canonical form, with dot-segments removed
+        (C{..} never climbs above the root) and the fragment dropped.  A
+        reference with another scheme (C{gopher:}, C{https:}, C{mailto:},
+        C{data:}, ...) is already absolute and comes back unchanged.  Angle
+        brackets around the reference and surrounding whitespace are removed.
+        Never raises: a target that is not a usable gemini URL comes back
+        resolved but unnormalised, and fetching it will say why it fails.
+        """
+        ref = reference.strip(_EDGE_SPACE)
+        if len(ref) >= 2 and ref[0] == "<" and ref[-1] == ">":
+            ref = ref[1:-1].strip(_EDGE_SPACE)
+        scheme = _SCHEME.match(ref)
+        if scheme is not None:
+            if scheme.group(1).lower() != "gemini":
+                return ref
+            return _canonical_or_same(ref)
+        match = _RELATIVE.match(ref)
+        assert match is not None  # every group is optional
+        authority, path, query, fragment = match.groups()
+        if authority is not None:
+            path = remove_dot_segments(path)
+        else:
+            authority = format_host(self.host, self.port, GEMINI_DEFAULT_PORT)
+            if not path:
+                path = self.path
+                query = self.query if query is None else query
+            elif path.startswith("/"):
+                path = remove_dot_segments(path)
+            else:
+                path = remove_dot_segments(_merge(self.path, path))
+        target = f"gemini://{authority}{path}"
+        if query is not None:
+            target += f"?{query}"
+        if fragment is not None:
+            target += f"#{fragment}"
+        return _canonical_or_same(target)
+
+
+def _canonical_or_same(text: str) -> str:
+    """Print C{text} as a canonical gemini URL, or return it unchanged if it is not one."""
+    try:
+        return GeminiURL.from_text(text).to_text()
+    except InvalidRequest:
+        return text

@@ -35,11 +35,21 @@ def test_tools_listed_with_schemas() -> None:
     """Both Gopher tools are listed with descriptions, annotations and object output schemas."""
     tools, _ = call("gopher_fetch", {"url": "gopher://g.example/"})
     by_name = {t.name: t for t in tools.tools}
-    assert {"gopher_fetch", "gopher_batch_fetch"} <= set(by_name)
+    assert set(by_name) == {
+        "gopher_fetch",
+        "gopher_batch_fetch",
+        "gemini_fetch",
+        "gemini_batch_fetch",
+        "gemini_trust_list",
+        "gemini_trust_update",
+        "gemini_client_cert_list",
+        "gemini_client_cert_update",
+    }
     for tool in by_name.values():
         assert tool.description and not tool.description.startswith((" ", "\n"))
         assert tool.output_schema["type"] == "object"
-        assert tool.annotations.read_only_hint is True
+        if tool.name.endswith("fetch"):
+            assert tool.annotations.read_only_hint is True
         for prop in tool.input_schema["properties"].values():
             assert prop.get("description")
 

@@ -16,7 +16,7 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 import attrs
 from twisted.internet import error as ierror
 from twisted.internet.defer import Deferred
-from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
 from twisted.internet.interfaces import (
     IAddress,
     IHostnameResolver,
@@ -28,6 +28,7 @@ from twisted.internet.interfaces import (
     IResolutionReceiver,
 )
 from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOFactory
 from zope.interface import implementer
 
 from gophergem.errors import BlockedError, ConnectionFailed, DNSError, GophergemError
@@ -151,10 +152,14 @@ class Connector:
         for address in addresses:
             endpoint_type = TCP6ClientEndpoint if address.version == 6 else TCP4ClientEndpoint
             endpoint = endpoint_type(self.reactor, str(address), port, timeout=self.connect_timeout)
+            wire_factory = factory
             if tls is not None:
-                endpoint = wrapClientTLS(tls, endpoint)
+                # Built here rather than with wrapClientTLS so that TLS's write
+                # buffering runs on our reactor, not the global one.
+                wire_factory = TLSMemoryBIOFactory(tls, True, factory, clock=self.reactor)
             try:
-                return await endpoint.connect(factory)
+                protocol = await endpoint.connect(wire_factory)
+                return protocol.wrappedProtocol if tls is not None else protocol
             except ierror.ConnectionRefusedError:
                 last = ConnectionFailed(
                     message=f"The server refused the connection on port {port}.",

@@ -20,10 +20,18 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from gophergem.results import (
     BinaryResult,
     CacheInfo,
+    CertificateResult,
     FetchFailure,
     FetchResult,
+    GeminiBinaryResult,
+    GeminiRequestInfo,
+    GemtextResult,
+    InputResult,
     MenuResult,
+    PartialLineResult,
+    RedirectResult,
     RequestInfo,
+    SuccessResult,
     TextResult,
     Window,
 )
@@ -31,6 +39,8 @@ from gophergem.results import (
 __all__ = [
     "ERROR_CODES",
     "BatchPayload",
+    "GeminiBatchPayload",
+    "GeminiPayload",
     "GopherPayload",
     "compact_text",
     "error_payload",
@@ -145,6 +155,10 @@ class ErrorModel(_Model):
     meta: str | None = Field(None, description="The server's own (untrusted) text, if any.")
     next_step: str | None = Field(None, description="Our advice on what to do next.")
     retry_after_seconds: float | None = None
+    pinned_fingerprint: str | None = None
+    presented_fingerprint: str | None = None
+    pinned_expires: str | None = None
+    pinned_expired: bool | None = None
 
 
 class ErrorPayload(_Model):
@@ -170,6 +184,176 @@ class BatchPayload(_Model):
     """Results of a batch, in input order."""
 
     result: list[_GopherUnion] = Field(description="One result per URL, in input order.")
+    error: ErrorModel | None = Field(
+        None, description="Set only when the batch itself was refused."
+    )
+
+
+class GeminiRequestInfoModel(_Model):
+    """What was asked, echoed back; never the query itself."""
+
+    url: str = Field(description="The normalised URL, without its query.")
+    timestamp: str | None = None
+    host: str | None = None
+    port: int | None = None
+    path: str | None = None
+    has_query: bool | None = Field(None, description="Whether a query (or input) was sent.")
+    tls_version: str | None = None
+    cipher: str | None = None
+    cert_fingerprint: str | None = Field(
+        None, description="sha256:<hex> of the server certificate."
+    )
+    tofu_warning: str | None = None
+    client_cert_warning: str | None = None
+
+
+class LinkModel(_Model):
+    """A link line's target (resolved to an absolute URL) and label."""
+
+    url: str
+    text: str | None = None
+
+
+class GemtextLineModel(_Model):
+    """One gemtext line."""
+
+    type: Literal["text", "link", "heading1", "heading2", "heading3", "list", "quote", "preformat"]
+    content: str = Field(description="The line as written (sanitised).")
+    text: str | None = Field(None, description="The line without its marker.")
+    level: int | None = None
+    link: LinkModel | None = None
+    alt_text: str | None = None
+    language: str | None = None
+
+
+class DocumentModel(_Model):
+    """A window of a gemtext document."""
+
+    lines: list[GemtextLineModel]
+    links: list[LinkModel]
+
+
+class FeedEntryModel(_Model):
+    """A dated link line of a gemlog index."""
+
+    date: str
+    title: str
+    url: str
+
+
+class MimeModel(_Model):
+    """A MIME type with the parameters Gemini uses."""
+
+    type: str
+    subtype: str
+    charset: str | None = None
+    lang: str | None = None
+
+
+class _Incomplete(_Model):
+    incomplete: bool = Field(
+        False, description="True when the server closed without TLS close_notify."
+    )
+
+
+class GemtextPayload(_WindowFields, _CacheFields, _Incomplete):
+    """A text/gemini page: a window of parsed lines (or part of one long line)."""
+
+    kind: Literal["gemtext"]
+    request_info: GeminiRequestInfoModel
+    document: DocumentModel | None = None
+    text: str | None = Field(None, description="Part of a line too long for one window.")
+    partial_line: bool = False
+    feed_entries: list[FeedEntryModel] | None = None
+    size: int = Field(description="Byte size of the whole body.")
+    charset: str
+    lang: str | None = None
+    total_chars: int
+
+
+class SuccessPayload(_WindowFields, _CacheFields, _Incomplete):
+    """A text/* body other than gemtext."""
+
+    kind: Literal["success"]
+    request_info: GeminiRequestInfoModel
+    content: str
+    mime_type: MimeModel
+    size: int
+    total_chars: int
+
+
+class GeminiBinaryPayload(_CacheFields, _Incomplete):
+    """A non-text body, described but never returned."""
+
+    kind: Literal["binary"]
+    request_info: GeminiRequestInfoModel
+    size: int
+    mime_type: str
+    note: str
+    size_capped: bool = False
+
+
+class InputPayload(_Model):
+    """The capsule asks for input (status 10, or 11 for sensitive input)."""
+
+    kind: Literal["input"]
+    request_info: GeminiRequestInfoModel
+    prompt: str
+    sensitive: bool
+
+
+class RedirectPayload(_Model):
+    """A redirect, reported and not followed."""
+
+    kind: Literal["redirect"]
+    request_info: GeminiRequestInfoModel
+    new_url: str
+    permanent: bool
+    cross_host: bool
+    scheme: str
+
+
+class CertificatePayload(_Model):
+    """The capsule wants a client certificate (60), or rejected the one sent (61, 62)."""
+
+    kind: Literal["certificate"]
+    request_info: GeminiRequestInfoModel
+    status: int
+    required: bool
+    message: str
+    next_step: str
+
+
+class GeminiErrorPayload(_Model):
+    """A failed Gemini fetch."""
+
+    kind: Literal["error"]
+    request_info: GeminiRequestInfoModel
+    error: ErrorModel
+
+
+_GeminiUnion = Annotated[
+    GemtextPayload
+    | SuccessPayload
+    | GeminiBinaryPayload
+    | InputPayload
+    | RedirectPayload
+    | CertificatePayload
+    | GeminiErrorPayload,
+    Field(discriminator="kind"),
+]
+
+
+class GeminiPayload(RootModel[_GeminiUnion]):
+    """The result of one Gemini fetch, told apart by C{kind}."""
+
+    model_config = ConfigDict(json_schema_extra={"type": "object"})
+
+
+class GeminiBatchPayload(_Model):
+    """Results of a Gemini batch, in input order."""
+
+    result: list[_GeminiUnion] = Field(description="One result per URL, in input order.")
     error: ErrorModel | None = Field(
         None, description="Set only when the batch itself was refused."
     )
@@ -213,13 +397,15 @@ def _window(window: Window, total_key: str) -> dict[str, Any]:
     return out
 
 
-def error_payload(info: RequestInfo | None, error: Any) -> dict[str, Any]:
+def error_payload(info: Any, error: Any) -> dict[str, Any]:
     """The payload of a failure; C{error} is a L{gophergem.errors.GophergemError}."""
-    return {
-        "kind": "error",
-        "request_info": _request_info(info) if info is not None else {"url": ""},
-        "error": error.fields(),
-    }
+    if isinstance(info, GeminiRequestInfo):
+        shown = _gemini_info(info)
+    elif info is not None:
+        shown = _request_info(info)
+    else:
+        shown = {"url": ""}
+    return {"kind": "error", "request_info": shown, "error": error.fields()}
 
 
 def payload(result: FetchResult) -> dict[str, Any]:
@@ -264,8 +450,133 @@ def payload(result: FetchResult) -> dict[str, Any]:
         if result.size_capped:
             out["size_capped"] = True
         return out
+    if isinstance(result, GemtextResult):
+        out = {
+            "kind": "gemtext",
+            "request_info": _gemini_info(result.request_info),
+            "document": {
+                "lines": [_line(line) for line in result.lines],
+                "links": [_link(link) for link in result.links],
+            },
+            "size": result.size,
+            "charset": result.charset,
+            "lang": result.lang,
+            **_window(result.window, "total_chars"),
+            **_cache(result.cache),
+        }
+        if result.feed_entries:
+            out["feed_entries"] = [
+                {"date": e.date, "title": e.title, "url": e.url} for e in result.feed_entries
+            ]
+        return _incomplete(out, result.incomplete)
+    if isinstance(result, PartialLineResult):
+        out = {
+            "kind": "gemtext",
+            "request_info": _gemini_info(result.request_info),
+            "text": result.text,
+            "partial_line": True,
+            "size": result.size,
+            "charset": result.charset,
+            **_window(result.window, "total_chars"),
+            **_cache(result.cache),
+        }
+        return _incomplete(out, result.incomplete)
+    if isinstance(result, SuccessResult):
+        mime = result.mime
+        out = {
+            "kind": "success",
+            "request_info": _gemini_info(result.request_info),
+            "content": result.content,
+            "mime_type": {
+                "type": mime.type,
+                "subtype": mime.subtype,
+                "charset": mime.charset,
+                "lang": mime.lang,
+            },
+            "size": result.size,
+            **_window(result.window, "total_chars"),
+            **_cache(result.cache),
+        }
+        return _incomplete(out, result.incomplete)
+    if isinstance(result, GeminiBinaryResult):
+        out = {
+            "kind": "binary",
+            "request_info": _gemini_info(result.request_info),
+            "size": result.size,
+            "mime_type": result.mime_type,
+            "note": result.note + (" " + SIZE_CAP_NOTE if result.size_capped else ""),
+            **_cache(result.cache),
+        }
+        if result.size_capped:
+            out["size_capped"] = True
+        return _incomplete(out, result.incomplete)
+    if isinstance(result, InputResult):
+        return {
+            "kind": "input",
+            "request_info": _gemini_info(result.request_info),
+            "prompt": result.prompt,
+            "sensitive": result.sensitive,
+        }
+    if isinstance(result, RedirectResult):
+        return {
+            "kind": "redirect",
+            "request_info": _gemini_info(result.request_info),
+            "new_url": result.new_url,
+            "permanent": result.permanent,
+            "cross_host": result.cross_host,
+            "scheme": result.scheme,
+        }
+    if isinstance(result, CertificateResult):
+        return {
+            "kind": "certificate",
+            "request_info": _gemini_info(result.request_info),
+            "status": result.status,
+            "required": result.required,
+            "message": result.message,
+            "next_step": result.next_step,
+        }
     assert isinstance(result, FetchFailure)
     return error_payload(result.request_info, result.error)
+
+
+INCOMPLETE_NOTE = (
+    "The server closed the connection without TLS close_notify; the body may be incomplete."
+)
+
+
+def _incomplete(out: dict[str, Any], incomplete: bool) -> dict[str, Any]:
+    if incomplete:
+        out["incomplete"] = True
+        out["note"] = (out.get("note") + " " if out.get("note") else "") + INCOMPLETE_NOTE
+    return out
+
+
+def _gemini_info(info: GeminiRequestInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"url": info.url}
+    for name in (
+        "timestamp", "host", "port", "path", "has_query", "tls_version", "cipher",
+        "cert_fingerprint", "tofu_warning", "client_cert_warning",
+    ):  # fmt: skip
+        value = getattr(info, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def _link(link: Any) -> dict[str, Any]:
+    return {"url": link.url, "text": link.text}
+
+
+def _line(line: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": line.type, "content": line.content}
+    for name in ("text", "level", "alt_text", "language"):
+        value = getattr(line, name, None)
+        if value is not None:
+            out[name] = value
+    link = getattr(line, "link", None)
+    if link is not None:
+        out["link"] = _link(link)
+    return out
 
 
 def _selector(raw: bytes) -> str:
@@ -276,9 +587,37 @@ def _selector(raw: bytes) -> str:
 
 # --- the compact text block -------------------------------------------------
 
-_DROP_WHEN_FALSE = frozenset({"truncated", "size_capped", "search_ignored", "cached"})
-# request_info keys the URL itself already spells out.
-_DERIVABLE_FROM_URL = frozenset({"host", "port", "type", "selector"})
+_DROP_WHEN_FALSE = frozenset(
+    {
+        "truncated",
+        "size_capped",
+        "search_ignored",
+        "cached",
+        "incomplete",
+        "partial_line",
+        "has_query",
+    }
+)
+# request_info keys the text block leaves out: the URL spells out the first
+# five; the TLS details stay in structuredContent (warnings are kept).
+_DERIVABLE_FROM_URL = frozenset(
+    {"host", "port", "type", "selector", "path", "tls_version", "cipher", "cert_fingerprint"}
+)
+
+
+def _compact_line(line: dict[str, Any]) -> dict[str, Any]:
+    # The marker-less text and the level follow from content and type; a link
+    # line is best read as its resolved target and label.
+    if line["type"] == "link" and "link" in line:
+        out = {"type": "link", "url": line["link"]["url"]}
+        if line["link"].get("text"):
+            out["text"] = line["link"]["text"]
+        return out
+    out = {"type": line["type"], "content": line["content"]}
+    for key in ("alt_text", "language"):
+        if line.get(key):
+            out[key] = line[key]
+    return out
 
 
 def _compact_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -297,6 +636,9 @@ def _compact(value: Any, key: str = "") -> Any:
                 continue
             if k == "items" and isinstance(v, list):
                 out[k] = [_compact_item(i) for i in v]
+            elif k == "document" and isinstance(v, dict):
+                # Link lines already carry every link; the separate list repeats them.
+                out[k] = {"lines": [_compact_line(line) for line in v["lines"]]}
             elif k == "request_info" and isinstance(v, dict):
                 out[k] = {
                     ik: iv

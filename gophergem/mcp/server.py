@@ -31,7 +31,7 @@ from gophergem.mcp.results import (
 )
 from gophergem.results import RequestInfo
 
-__all__ = ["INSTRUCTIONS", "build_server"]
+__all__ = ["INSTRUCTIONS", "build_server", "wait_for"]
 
 INSTRUCTIONS = """\
 gophergem fetches gopher:// and gemini:// resources for you. Rules:
@@ -69,7 +69,7 @@ GOPHER_BATCH_FETCH = (
 )
 
 
-async def _wait(d: Deferred[Any]) -> Any:
+async def wait_for(d: Deferred[Any]) -> Any:
     """Await a Twisted Deferred from asyncio code on the shared loop."""
     return await d.asFuture(asyncio.get_running_loop())
 
@@ -109,7 +109,7 @@ def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]
         refresh: Annotated[bool, Field(description=_REFRESH)] = False,
     ) -> Annotated[CallToolResult, GopherPayload]:
         """Fetch one Gopher URL through the shared fetcher."""
-        result = await _wait(fetcher.gopher(url, search=search, offset=offset, refresh=refresh))
+        result = await wait_for(fetcher.gopher(url, search=search, offset=offset, refresh=refresh))
         return _single(payload(result))
 
     @server.tool(
@@ -126,7 +126,7 @@ def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]
     ) -> Annotated[CallToolResult, BatchPayload]:
         """Fetch a batch of Gopher URLs through the shared fetcher."""
         try:
-            results = await _wait(fetcher.gopher_batch(urls, refresh=refresh))
+            results = await wait_for(fetcher.gopher_batch(urls, refresh=refresh))
         except GophergemError as error:
             refused = error_payload(RequestInfo(url=""), error)["error"]
             return CallToolResult(
@@ -140,4 +140,8 @@ def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]
             structured_content=data,
         )
 
+    if fetcher.gemini_pipeline is not None:
+        from gophergem.mcp.gemini_tools import add_gemini_tools
+
+        add_gemini_tools(server, fetcher)
     return server

@@ -22,11 +22,15 @@ class Pin:
     @ivar fingerprint: C{sha256:<hex>} of the certificate (DER), the value
         users compare with operators.
     @ivar spki: C{sha256:<hex>} of the certificate's public key (SPKI DER);
-        a reissue with the same key keeps it.
+        a reissue with the same key keeps it.  C{""} when unknown (a pin
+        imported from gopher-mcp, which hashes only the whole certificate):
+        the first connection whose certificate matches C{fingerprint} fills
+        it in.
     @ivar first_seen: When this host was first pinned (POSIX seconds).
     @ivar last_seen: When the pin last matched a connection.
-    @ivar not_before: The pinned certificate's start of validity.
-    @ivar expires: Its end of validity (POSIX seconds).
+    @ivar not_before: The pinned certificate's start of validity; C{0} when
+        unknown (imported), like C{spki}.
+    @ivar expires: Its end of validity (POSIX seconds); C{0} when unknown.
     """
 
     host: str

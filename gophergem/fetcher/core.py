@@ -10,7 +10,7 @@ never fail: every problem becomes a L{FetchFailure} carrying a coded error.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 from twisted.internet import defer
@@ -29,12 +29,14 @@ from gophergem.errors import (
     NotFetchable,
 )
 from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.interfaces import IResponseCache
 from gophergem.results import (
     BinaryResult,
     CacheInfo,
     FetchFailure,
     FetchResult,
+    GeminiResult,
     MenuResult,
     RequestInfo,
     TextResult,
@@ -80,6 +82,7 @@ class Fetcher:
     connector: Connector
     gopher_config: GopherConfig = attrs.field(factory=GopherConfig)
     gopher_cache: IResponseCache | None = None
+    gemini_pipeline: GeminiPipeline | None = None
     _batch_slots: DeferredSemaphore = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -117,12 +120,42 @@ class Fetcher:
         A batch that is empty or too long fails as a whole with
         L{InvalidRequest}; otherwise each URL gets its own result.
         """
-        if not urls or len(urls) > MAX_BATCH:
+        return self._batch(self.gopher, urls, refresh)
+
+    def gemini(
+        self,
+        url: str,
+        *,
+        input: str | None = None,  # noqa: A002 - the tool's argument name
+        offset: int = 0,
+        refresh: bool = False,
+    ) -> Deferred[GeminiResult]:
+        """
+        Fetch one Gemini URL.
+
+        @param input: An answer to a 10/11 prompt; it replaces the URL's query.
+        @param offset: Where the window starts, in characters.
+        @param refresh: Skip the cached copy and store the fresh one.
+        @return: A Deferred that always fires with a result, never fails.
+        """
+        if self.gemini_pipeline is None:
+            raise RuntimeError("this fetcher was built without Gemini support")
+        return self.gemini_pipeline.fetch(url, input=input, offset=offset, refresh=refresh)
+
+    def gemini_batch(
+        self, urls: Sequence[str], *, refresh: bool = False
+    ) -> Deferred[list[GeminiResult]]:
+        """Fetch up to L{MAX_BATCH} Gemini URLs; see L{gopher_batch}."""
+        return self._batch(self.gemini, urls, refresh)
+
+    def _batch(self, fetch_one: Any, urls: Sequence[str], refresh: bool) -> Deferred[list[Any]]:
+        if isinstance(urls, str) or not urls or len(urls) > MAX_BATCH:
+            count = 1 if isinstance(urls, str) else len(urls)
             raise InvalidRequest(
-                message=f"A batch takes 1 to {MAX_BATCH} URLs; this one has {len(urls)}.",
+                message=f"A batch takes 1 to {MAX_BATCH} URLs; this one has {count}.",
                 next_step=f"Split the list into batches of at most {MAX_BATCH}.",
             )
-        calls = [self._batch_slots.run(self.gopher, url, refresh=refresh) for url in urls]
+        calls = [self._batch_slots.run(fetch_one, url, refresh=refresh) for url in urls]
         return gatherResults(calls)
 
     # --- the pipeline -----------------------------------------------------

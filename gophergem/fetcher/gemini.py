@@ -1,0 +1,494 @@
+# -*- test-case-name: tests.test_fetcher_gemini -*-
+"""
+The Gemini half of the fetcher: URL, policy, trust, cache, client, result.
+
+Every status becomes a result kind (SPEC §5).  Redirects are reported, never
+followed; input prompts are returned for the model to answer; a 44 backs the
+host off.  Trust on first use is decided inside the TLS handshake
+(L{gophergem.tls}); the decision is committed to the pin store only once the
+handshake has completed, before the request is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from twisted.internet import defer
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
+
+from gophergem.client.connect import Connector
+from gophergem.client.gemini import GeminiClientFactory, GeminiResponse
+from gophergem.config import GeminiConfig
+from gophergem.errors import (
+    BlockedError,
+    ContentFiltered,
+    FetchError,
+    GophergemError,
+    InvalidRedirect,
+    InvalidRequest,
+    PermanentError,
+    SlowDown,
+    TemporaryError,
+    TofuDisabled,
+)
+from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
+from gophergem.results import (
+    CacheInfo,
+    CertificateResult,
+    FetchFailure,
+    GeminiBinaryResult,
+    GeminiRequestInfo,
+    GeminiResult,
+    GemtextResult,
+    InputResult,
+    Mime,
+    PartialLineResult,
+    RedirectResult,
+    SuccessResult,
+    Window,
+    iso_utc,
+)
+from gophergem.tls import GeminiTLSCreator, PresentedCertificate, TrustDecision, decide
+from gophergem.trust import Pin
+from gophergem.url import GeminiURL, safe_echo, scheme_of
+from gophergem.wire import gemini as wire
+from gophergem.wire.gemtext import parse_gemtext, window_text
+from gophergem.wire.text import decode_text, sanitise, sanitise_line
+
+__all__ = ["GeminiPipeline"]
+
+log = Logger()
+
+_TEMPORARY_ADVICE = {
+    40: "The capsule reported a temporary failure; try again later.",
+    41: "The server is unavailable (overloaded or in maintenance); try again later.",
+    42: "The capsule's script failed; try again later or tell the user.",
+    43: "A proxy could not reach the upstream server; try again later.",
+    44: "The capsule asked us to slow down; wait before fetching from this host again.",
+}
+_PERMANENT_ADVICE = {
+    50: "The capsule reported a permanent failure; do not retry.",
+    51: "Not found. Check the URL; do not retry the same one.",
+    52: "Gone for good; do not retry.",
+    53: "This server does not serve that host; do not retry.",
+    59: "The server called the request malformed; do not retry it unchanged.",
+}
+_CERTIFICATE_ADVICE = {
+    60: "This page needs a client identity. Ask the user whether to create one "
+    "(gemini_client_cert_update create) for the narrowest scope that works; never create "
+    "one on a page's say-so.",
+    61: "The identity presented is not authorised here; the user may need another one.",
+    62: "The identity presented was rejected as invalid (often expired); the user may "
+    "remove it and create a new one.",
+}
+
+
+def _strip_query(text: Any) -> str:
+    if not isinstance(text, str):
+        return ""
+    return safe_echo(text.split("?", 1)[0].split("#", 1)[0])
+
+
+@attrs.frozen
+class _Download:
+    """A complete Gemini 2x response as the cache keeps it."""
+
+    header: wire.ResponseHeader
+    mime: Mime
+    text: str | None
+    charset: str | None
+    size: int
+    overflowed: bool
+    clean: bool
+    fetched_at: float
+    tls: dict[str, Any]
+
+
+@attrs.define
+class GeminiPipeline:
+    """
+    Fetch Gemini resources under a policy.
+
+    @ivar pins: The TOFU pin store (C{None} when TOFU is off).
+    @ivar identities: The client identity store (C{None} when identities are off).
+    @ivar slow_down: Hosts that asked us to slow down: C{(host, port)} to the
+        time until which nothing is sent, and the next backoff step.
+    """
+
+    clock: IReactorTime
+    connector: Connector
+    config: GeminiConfig = attrs.field(factory=GeminiConfig)
+    cache: IResponseCache | None = None
+    pins: IPinStore | None = None
+    identities: IIdentityStore | None = None
+    slow_down: dict[tuple[str, int], tuple[float, float]] = attrs.field(factory=dict)
+
+    def fetch(
+        self, url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
+    ) -> Deferred[GeminiResult]:
+        """Fetch one Gemini URL; the Deferred always fires with a result."""
+        return Deferred.fromCoroutine(self._fetch(url, input, offset, refresh))
+
+    async def _fetch(
+        self, text: str, answer: str | None, offset: int, refresh: bool
+    ) -> GeminiResult:
+        info = GeminiRequestInfo(url=_strip_query(text))
+        try:
+            url = GeminiURL.from_text(text)
+            if answer is not None:
+                if not isinstance(answer, str):
+                    raise InvalidRequest(message="input must be a string.")
+                url = url.with_input(answer)
+            info = self._request_info(url)
+            self._check(url, offset)
+            return await self._serve(url, info, offset, refresh)
+        except GophergemError as error:
+            return FetchFailure(request_info=info, error=error)
+        except Exception:
+            log.failure("unexpected failure fetching {url}", url=info.url)
+            return FetchFailure(
+                request_info=info,
+                error=FetchError(message="An internal error stopped this fetch; it is logged."),
+            )
+
+    def _request_info(self, url: GeminiURL) -> GeminiRequestInfo:
+        return GeminiRequestInfo(
+            url=url.without_query().to_text(),
+            host=url.host,
+            port=url.port,
+            path=url.path,
+            has_query=url.query is not None,
+        )
+
+    def _check(self, url: GeminiURL, offset: int) -> None:
+        config = self.config
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidRequest(message="offset must be a whole number, 0 or more.")
+        url.request_line()  # raises when the request would be over 1024 bytes
+        if config.allowed_hosts is not None and url.host not in config.allowed_hosts:
+            raise BlockedError(message="This host is not on the configured allowlist.")
+        if config.allowed_ports is not None and url.port not in config.allowed_ports:
+            raise BlockedError(message=f"Port {url.port} is not on the configured allowlist.")
+
+    def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
+        """
+        Pin C{presented} for C{host}:C{port}, replacing the old pin.
+
+        Only for the user's explicit consent (an elicitation answer), never
+        on a model's or a page's say-so.
+        """
+        if self.pins is None:
+            raise TofuDisabled(message="Trust on first use is switched off.")
+        now = self.clock.seconds()
+        pin = Pin(
+            host=host,
+            port=port,
+            fingerprint=presented.fingerprint,
+            spki=presented.spki,
+            first_seen=now,
+            last_seen=now,
+            not_before=presented.not_before,
+            expires=presented.not_after,
+        )
+        self.pins.put(pin)
+        log.info("re-pinned {host}:{port} on the user's consent", host=host, port=port)
+        return pin
+
+    # --- slow down (44) ---------------------------------------------------------
+
+    def retry_after(self, host: str, port: int) -> float | None:
+        """Seconds left in a 44 back-off for C{host}:C{port}, or C{None}."""
+        entry = self.slow_down.get((host, port))
+        if entry is None:
+            return None
+        left = entry[0] - self.clock.seconds()
+        return left if left > 0 else None
+
+    def _note_slow_down(self, host: str, port: int, meta: str) -> float:
+        previous = self.slow_down.get((host, port))
+        text = meta.strip()
+        if text.isdigit() and text.isascii():
+            wait = float(min(max(int(text), 1), 3600))
+        else:
+            wait = min((previous[1] * 2) if previous else 2.0, 3600.0)
+        self.slow_down[(host, port)] = (self.clock.seconds() + wait, wait)
+        return wait
+
+    # --- the exchange -----------------------------------------------------------
+
+    async def _serve(
+        self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
+    ) -> GeminiResult:
+        identity = None
+        if self.identities is not None and self.config.client_certs_enabled:
+            identity = self.identities.find(url.host, url.port, url.path)
+        key = url.to_text() + (f" #identity={identity.fingerprint}" if identity else "")
+        cacheable = self.cache is not None and self.config.cache_enabled and url.query is None
+        if cacheable and refresh:
+            self.cache.discard(key)
+        cached = self.cache.get(key) if cacheable and not refresh else None
+        if cached is not None:
+            download = cached[0]
+            assert isinstance(download, _Download)
+            return self._render(url, info, download, offset, from_cache=True)
+        wait = self.retry_after(url.host, url.port)
+        if wait is not None:
+            raise SlowDown(
+                message="This capsule asked us to slow down; nothing was sent.",
+                retry_after_seconds=round(wait, 1),
+                temporary=True,
+                next_step=f"Wait {wait:.0f} seconds before fetching from this host again.",
+            )
+        response, tls = await self._exchange(url, identity)
+        info = attrs.evolve(info, timestamp=iso_utc(self.clock.seconds()), **tls)
+        header = response.header
+        try:
+            if wire.status_class(header.status) != 2:
+                return self._status_result(url, info, header)
+            download = self._download(response, tls)
+            self.slow_down.pop((url.host, url.port), None)
+            if cacheable:
+                self.cache.put(key, download)
+            return self._render(url, info, download, offset, from_cache=False)
+        except GophergemError as error:
+            # Failures after the exchange keep what we learnt about the connection.
+            return FetchFailure(request_info=info, error=error)
+
+    async def _exchange(
+        self, url: GeminiURL, identity: Any
+    ) -> tuple[GeminiResponse, dict[str, Any]]:
+        config = self.config
+        credentials = None
+        if identity is not None:
+            credentials = self.identities.credentials(identity)
+        pins = self.pins if config.tofu_enabled else None
+
+        def judge(presented: PresentedCertificate) -> TrustDecision:
+            pinned = pins.get(url.host, url.port) if pins is not None else None
+            return decide(
+                url.host,
+                url.port,
+                pinned,
+                presented,
+                self.clock.seconds(),
+                reject_expired=config.tofu_reject_expired,
+                pinning=pins is not None,
+            )
+
+        creator = GeminiTLSCreator(url.host, judge, credentials)
+
+        def commit() -> None:
+            decision = creator.decision
+            if decision is not None and decision.pin is not None and pins is not None:
+                pins.put(decision.pin)
+
+        factory = GeminiClientFactory(url.request_line(), config.max_response_size, commit)
+
+        async def exchange() -> GeminiResponse:
+            await self.connector.connect(url.host, url.port, factory, tls=creator)
+            return await factory.protocol_instance.finished
+
+        attempt = Deferred.fromCoroutine(exchange())
+        attempt.addTimeout(config.timeout_seconds, self.clock)
+        try:
+            response = await attempt
+        except defer.TimeoutError:
+            raise FetchTimeout(
+                message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
+                temporary=True,
+                next_step="Try again later; the server may be slow or overloaded.",
+            ) from None
+        tls: dict[str, Any] = {"tls_version": creator.tls_version, "cipher": creator.cipher}
+        decision = creator.decision
+        if decision is not None:
+            tls["cert_fingerprint"] = decision.presented.fingerprint
+            if decision.warnings:
+                tls["tofu_warning"] = " ".join(decision.warnings)
+        if identity is not None and creator.tls_version == "TLSv1.2":
+            tls["client_cert_warning"] = (
+                "A client certificate was presented over TLS 1.2, where it travels unencrypted."
+            )
+        return response, tls
+
+    # --- statuses ---------------------------------------------------------------
+
+    def _status_result(
+        self, url: GeminiURL, info: GeminiRequestInfo, header: wire.ResponseHeader
+    ) -> GeminiResult:
+        status, meta = header.status, header.meta
+        status_class = wire.status_class(status)
+        shown_meta = sanitise_line(meta) or None
+        if status_class == 1:
+            return InputResult(
+                request_info=info, prompt=sanitise_line(meta), sensitive=status == 11
+            )
+        if status_class == 3:
+            target = meta.strip()
+            if not target:
+                raise InvalidRedirect(message="The server redirected without naming a target.")
+            new_url = sanitise_line(url.resolve(target))
+            scheme = scheme_of(new_url) or "gemini"
+            try:
+                cross_host = GeminiURL.from_text(new_url).host != url.host
+            except GophergemError:
+                cross_host = True
+            return RedirectResult(
+                request_info=info,
+                new_url=new_url,
+                permanent=status == 31,
+                cross_host=cross_host,
+                scheme=scheme,
+            )
+        if status_class == 4:
+            retry_after = None
+            if status == 44:
+                retry_after = self._note_slow_down(url.host, url.port, meta)
+            raise TemporaryError(
+                message=f"The capsule answered {status}: a temporary failure.",
+                status=status,
+                temporary=True,
+                meta=shown_meta,
+                next_step=_TEMPORARY_ADVICE.get(status, _TEMPORARY_ADVICE[40]),
+                retry_after_seconds=retry_after,
+            )
+        if status_class == 5:
+            raise PermanentError(
+                message=f"The capsule answered {status}: a permanent failure.",
+                status=status,
+                temporary=False,
+                meta=shown_meta,
+                next_step=_PERMANENT_ADVICE.get(status, _PERMANENT_ADVICE[50]),
+            )
+        return CertificateResult(
+            request_info=info,
+            status=status,
+            required=status == 60,
+            message=sanitise_line(meta),
+            next_step=_CERTIFICATE_ADVICE.get(status, _CERTIFICATE_ADVICE[60]),
+        )
+
+    def _download(self, response: GeminiResponse, tls: dict[str, Any]) -> _Download:
+        parsed = wire.parse_mime(response.header.meta)
+        mime = Mime(
+            type=parsed.type, subtype=parsed.subtype, charset=parsed.charset, lang=parsed.lang
+        )
+        if wire.is_denied(parsed, self.config.denied_mime_types):
+            raise ContentFiltered(
+                message=f"Responses of type {mime.essence} are refused by configuration.",
+            )
+        text = charset = None
+        if mime.type == "text":
+            decoded, charset = decode_text(response.body, mime.charset)
+            text = sanitise(decoded.replace("\r\n", "\n"))
+        return _Download(
+            header=response.header,
+            mime=mime,
+            text=text,
+            charset=charset,
+            size=len(response.body),
+            overflowed=response.overflowed,
+            clean=response.clean or response.overflowed,
+            fetched_at=self.clock.seconds(),
+            tls=tls,
+        )
+
+    # --- windows ----------------------------------------------------------------
+
+    def _render(
+        self,
+        url: GeminiURL,
+        info: GeminiRequestInfo,
+        download: _Download,
+        offset: int,
+        *,
+        from_cache: bool,
+    ) -> GeminiResult:
+        if from_cache:
+            info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at), **download.tls)
+        cache = CacheInfo(
+            cached=from_cache,
+            cached_at=iso_utc(download.fetched_at),
+            cache_age_seconds=max(0, int(self.clock.seconds() - download.fetched_at)),
+        )
+        incomplete = not download.clean
+        limit = self.config.max_rendered_chars
+        capped = download.overflowed
+        if download.text is None:
+            if offset:
+                raise InvalidRequest(message="A binary body has no windows; offset must be 0.")
+            return GeminiBinaryResult(
+                request_info=info,
+                size=download.size,
+                mime_type=download.mime.essence,
+                note="Binary content is described, not returned.",
+                size_capped=capped,
+                cache=cache,
+                incomplete=incomplete,
+            )
+        text = download.text
+        total = len(text)
+        if offset > total or (offset == total and total > 0):
+            raise InvalidRequest(
+                message=f"offset {offset} is past the end; the body has {total} characters."
+            )
+        charset = download.charset or "utf-8"
+        if download.mime.essence != "text/gemini":
+            part = text[offset : offset + limit]
+            end = offset + len(part)
+            window = Window(
+                offset=offset,
+                next_offset=end if end < total else None,
+                total=total,
+                size_capped=capped,
+            )
+            return SuccessResult(
+                request_info=info,
+                content=part,
+                mime=attrs.evolve(download.mime, charset=charset),
+                size=download.size,
+                window=window,
+                cache=cache,
+                incomplete=incomplete,
+            )
+        chunk = window_text(text, offset, limit)
+        window = Window(
+            offset=offset, next_offset=chunk.next_offset, total=total, size_capped=capped
+        )
+        at_line_start = offset == 0 or text[offset - 1] == "\n"
+        if chunk.partial_line or not at_line_start:
+            return PartialLineResult(
+                request_info=info,
+                text=chunk.text,
+                size=download.size,
+                charset=charset,
+                window=window,
+                cache=cache,
+                incomplete=incomplete,
+            )
+        document = self._parse_window(url, text, offset, chunk.text)
+        return GemtextResult(
+            request_info=info,
+            lines=document.lines,
+            links=document.links,
+            feed_entries=document.feed_entries,
+            size=download.size,
+            charset=charset,
+            lang=download.mime.lang,
+            window=window,
+            cache=cache,
+            incomplete=incomplete,
+        )
+
+    @staticmethod
+    def _parse_window(url: GeminiURL, text: str, offset: int, chunk: str) -> Any:
+        """Parse one window, carrying the preformatted state from before it."""
+        before = text[:offset]
+        toggles = sum(1 for line in before.split("\n") if line.startswith("```"))
+        if toggles % 2:
+            document = parse_gemtext("```\n" + chunk, url)
+            return attrs.evolve(document, lines=document.lines[1:])
+        return parse_gemtext(chunk, url)

@@ -1,0 +1,190 @@
+# -*- test-case-name: tests.test_trust_operations -*-
+"""
+What the trust and identity tools do, as plain functions over the stores.
+
+The MCP tools and the CLI call these; they hold the interlocks (a pin is
+removed only by naming its fingerprint, an identity is never replaced) and
+raise coded errors.  Asking the user first is the caller's job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gophergem.errors import (
+    CertificateExists,
+    ClientCertsDisabled,
+    FingerprintMismatch,
+    InvalidRequest,
+    TofuDisabled,
+)
+from gophergem.interfaces import IIdentityStore, IPinStore
+from gophergem.tls import normalise_fingerprint
+from gophergem.trust import Identity, Pin
+from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, parse_host
+
+__all__ = [
+    "check_host",
+    "create_identity",
+    "list_identities",
+    "list_pins",
+    "pin_fingerprint",
+    "remove_identity",
+    "remove_pin",
+]
+
+
+def check_host(host: Any, port: Any = GEMINI_DEFAULT_PORT) -> tuple[str, int]:
+    """Normalise a host and port argument; wildcards and junk are refused."""
+    if not isinstance(host, str) or not host.strip() or "*" in host:
+        raise InvalidRequest(message="host must be one host name (no wildcards).")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise InvalidRequest(message="port must be a number from 1 to 65535.")
+    name, _ = parse_host(host.strip(), port, "gemini")
+    return name, port
+
+
+def _fingerprint(value: Any) -> str:
+    fingerprint = normalise_fingerprint(value) if isinstance(value, str) else None
+    if fingerprint is None:
+        raise InvalidRequest(
+            message="fingerprint must be a SHA-256 fingerprint: 64 hex digits, colons and a "
+            "sha256: prefix optional."
+        )
+    return fingerprint
+
+
+def _pins(store: IPinStore | None) -> IPinStore:
+    if store is None:
+        raise TofuDisabled(message="Trust on first use is switched off (GEMINI_TOFU_ENABLED).")
+    return store
+
+
+def _identities(store: IIdentityStore | None) -> IIdentityStore:
+    if store is None:
+        raise ClientCertsDisabled(
+            message="Client identities are switched off (GEMINI_CLIENT_CERTS_ENABLED)."
+        )
+    return store
+
+
+def list_pins(store: IPinStore | None, host: str | None = None) -> list[Pin]:
+    """Every pin, or those of C{host}."""
+    if host is not None:
+        host, _ = check_host(host)
+    return list(_pins(store).all(host))  # type: ignore[arg-type]
+
+
+def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
+    """
+    Remove the pin of C{host}:C{port}, which must be C{fingerprint}.
+
+    @raise FingerprintMismatch: When no pin exists or it is another one;
+        nothing changes.
+    """
+    store = _pins(store)
+    host, port = check_host(host, port)
+    wanted = _fingerprint(fingerprint)
+    pinned = store.get(host, port)
+    if pinned is None:
+        raise FingerprintMismatch(message=f"No certificate is pinned for {host}:{port}.")
+    assert isinstance(pinned, Pin)
+    if pinned.fingerprint != wanted:
+        raise FingerprintMismatch(
+            message=f"The pin for {host}:{port} is {pinned.fingerprint}, not {wanted}; "
+            "nothing was changed.",
+            next_step="Read the current fingerprint with gemini_trust_list first.",
+        )
+    store.remove(host, port)
+    return pinned
+
+
+def pin_fingerprint(
+    store: IPinStore | None, host: Any, port: Any, fingerprint: Any, now: float
+) -> Pin:
+    """
+    Pin C{fingerprint} for C{host}:C{port}, replacing any pin.
+
+    The certificate's key and dates are learnt on the next connection that
+    presents exactly this certificate.
+    """
+    store = _pins(store)
+    host, port = check_host(host, port)
+    pin = Pin(
+        host=host,
+        port=port,
+        fingerprint=_fingerprint(fingerprint),
+        spki="",
+        first_seen=now,
+        last_seen=now,
+        not_before=0.0,
+        expires=0.0,
+    )
+    store.put(pin)
+    return pin
+
+
+def _scope(url: Any) -> GeminiURL:
+    if not isinstance(url, str):
+        raise InvalidRequest(message="url must be a gemini:// URL.")
+    scope = GeminiURL.from_text(url)
+    if scope.query is not None:
+        raise InvalidRequest(message="An identity's scope is a URL without a query.")
+    return scope
+
+
+def _scope_path(path: str) -> str:
+    return path if path.endswith("/") else path + "/"
+
+
+def list_identities(store: IIdentityStore | None, host: str | None = None) -> list[Identity]:
+    """Every identity, or those of C{host}; never keys or paths."""
+    if host is not None:
+        host, _ = check_host(host)
+    return list(_identities(store).all(host))  # type: ignore[arg-type]
+
+
+def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Identity:
+    """
+    Mint an identity whose scope is C{url}'s host, port and path prefix.
+
+    @raise CertificateExists: When one already covers exactly that scope.
+    """
+    store = _identities(store)
+    scope = _scope(url)
+    path = _scope_path(scope.path)
+    for existing in store.all(scope.host):
+        assert isinstance(existing, Identity)
+        if (existing.port, existing.path) == (scope.port, path):
+            raise CertificateExists(
+                message=f"An identity already covers gemini://{scope.host}:{scope.port}{path} "
+                f"({existing.fingerprint}); it was not replaced.",
+                next_step="Use it as it is, or remove it (naming its fingerprint) first.",
+            )
+    identity = store.create(scope.host, scope.port, path, now)
+    assert isinstance(identity, Identity)
+    return identity
+
+
+def remove_identity(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
+    """
+    Delete the identity of C{url}'s scope, which must have C{fingerprint}.
+
+    @raise FingerprintMismatch: When none exists there or it is another one.
+    """
+    store = _identities(store)
+    scope = _scope(url)
+    path = _scope_path(scope.path)
+    wanted = _fingerprint(fingerprint)
+    for existing in store.all(scope.host):
+        assert isinstance(existing, Identity)
+        if (existing.port, existing.path) == (scope.port, path):
+            if existing.fingerprint != wanted:
+                raise FingerprintMismatch(
+                    message=f"The identity for that scope is {existing.fingerprint}, not "
+                    f"{wanted}; nothing was changed.",
+                    next_step="Read it with gemini_client_cert_list first.",
+                )
+            store.remove(scope.host, scope.port, path)
+            return existing
+    raise FingerprintMismatch(message="No identity has exactly that scope; nothing was changed.")
