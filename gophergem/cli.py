@@ -96,10 +96,22 @@ def _serve_stdio(config: Config) -> int:
     from gophergem.service import makeService, reserve_stdout
 
     top = makeService(config, reactor, transport="stdio", stdout_fd=reserve_stdout())
-    reactor.callWhenRunning(top.startService)
+    status = {"code": 0}
+
+    def start() -> None:
+        try:
+            top.startService()
+        except Exception:
+            from twisted.logger import Logger
+
+            Logger().failure("gophergem could not start")
+            status["code"] = 1
+            reactor.stop()
+
+    reactor.callWhenRunning(start)
     reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
     reactor.run()
-    return 0
+    return status["code"]
 
 
 def _fetch(config: Config, args: argparse.Namespace) -> int:

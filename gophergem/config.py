@@ -60,17 +60,22 @@ def _float_range(low: float, high: float) -> Callable[[str], float]:
 
 
 def _list(text: str) -> tuple[str, ...]:
-    """C{a,b} or a JSON array of strings; an empty list is refused."""
+    """
+    C{a,b} or a JSON array; an empty list is refused.  Text that starts with
+    C{[} but is not JSON (a bracketed IPv6 address) is read as C{a,b}.
+    """
     stripped = text.strip()
+    values: list[str] | None = None
     if stripped.startswith("["):
         try:
             loaded = json.loads(stripped)
         except json.JSONDecodeError:
-            raise ValueError("is not a valid JSON array") from None
-        if not isinstance(loaded, list) or not all(isinstance(i, str | int) for i in loaded):
-            raise ValueError("must be a JSON array of strings")
-        values = [str(i).strip() for i in loaded]
-    else:
+            loaded = None
+        else:
+            if not isinstance(loaded, list) or not all(isinstance(i, str | int) for i in loaded):
+                raise ValueError("must be a JSON array of strings")
+            values = [str(i).strip() for i in loaded]
+    if values is None:
         values = [part.strip() for part in stripped.split(",")]
     values = [v for v in values if v]
     if not values:
@@ -79,8 +84,19 @@ def _list(text: str) -> tuple[str, ...]:
 
 
 def _hosts(text: str) -> frozenset[str]:
-    hosts = _list(text)
-    return frozenset(h.lower().rstrip(".") for h in hosts)
+    from gophergem.errors import InvalidRequest
+    from gophergem.url import parse_host
+
+    hosts = set()
+    for entry in _list(text):
+        try:
+            host, port = parse_host(entry, 0, "gopher")
+        except InvalidRequest:
+            raise ValueError(f"{entry!r} is not a host name or address") from None
+        if port:
+            raise ValueError(f"{entry!r}: name hosts without ports (use *_ALLOWED_PORTS)")
+        hosts.add(host)
+    return frozenset(hosts)
 
 
 def _ports(text: str) -> frozenset[int]:

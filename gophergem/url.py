@@ -13,6 +13,7 @@ found in gemtext links and redirects (RFC 3986 section 5.2).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import string
 from urllib.parse import quote_from_bytes, unquote_to_bytes
@@ -67,6 +68,16 @@ def safe_echo(text: str, limit: int = 2048) -> str:
     return "".join(out)
 
 
+def _check_text(text: str) -> None:
+    """Refuse URL text holding control characters or unpaired surrogates."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text):
+        raise InvalidRequest(message="The URL contains control characters.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest(message="The URL is not valid Unicode text.") from None
+
+
 def scheme_of(text: str) -> str:
     """Return the lower-cased scheme of C{text}, or C{""} if it has none."""
     head, sep, _ = text.partition(":")
@@ -113,8 +124,11 @@ def parse_host(authority: str, default_port: int, scheme: str) -> tuple[str, int
             if not rest.startswith(":"):
                 raise InvalidRequest(message="Unexpected text after the IPv6 host.")
             port_text = rest[1:]
-        if not host or not all(c in string.hexdigits + ":.%" or c.isalnum() for c in host):
-            raise InvalidRequest(message="The IPv6 host in the URL is malformed.")
+        try:
+            ipaddress.IPv6Address(host.partition("%")[0])
+        except ValueError:
+            raise InvalidRequest(message="The IPv6 host in the URL is malformed.") from None
+        host = host.lower()
     else:
         host, sep, port_text = authority.rpartition(":")
         if not sep:
@@ -179,8 +193,7 @@ class GopherURL:
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest(message="The URL is empty.")
         text = text.strip()
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
-            raise InvalidRequest(message="The URL contains control characters.")
+        _check_text(text)
         if scheme_of(text) != "gopher" or text[len("gopher:") : len("gopher://")] != "//":
             raise _wrong_scheme(text, "gopher")
         rest = text[len("gopher://") :]
@@ -194,10 +207,12 @@ class GopherURL:
         path, _, _fragment = path.partition("#")
         if len(path) <= 1:
             return cls(host=host, port=port)
-        item_type = path[1]
-        if not item_type.isascii() or ord(item_type) < 0x21:
+        item_type, raw_path = path[1], path[2:]
+        if item_type == "%" and len(path) >= 4 and all(c in string.hexdigits for c in path[2:4]):
+            # A type character that had to be escaped, such as "#" (%23).
+            item_type, raw_path = chr(int(path[2:4], 16)), path[4:]
+        if not 0x21 <= ord(item_type) <= 0x7E:
             raise InvalidRequest(message="The item type in the URL is not a printable character.")
-        raw_path = path[2:]
         search: bytes | None = None
         if item_type == "7" and "%09" not in raw_path.lower() and "?" in raw_path:
             raw_path, _, query = raw_path.partition("?")
@@ -216,7 +231,8 @@ class GopherURL:
     def to_text(self) -> str:
         """Print the canonical URL: default port omitted, selector percent-encoded."""
         authority = format_host(self.host, self.port, GOPHER_DEFAULT_PORT)
-        text = f"gopher://{authority}/{self.item_type}{quote_bytes(self.selector)}"
+        item_type = quote_bytes(self.item_type.encode("latin-1"))
+        text = f"gopher://{authority}/{item_type}{quote_bytes(self.selector)}"
         if self.search is not None:
             text += "%09" + quote_bytes(self.search)
         return text
@@ -355,7 +371,14 @@ class GeminiURL:
         slash = rest.find("/")
         authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash:])
         host, port = parse_host(authority, GEMINI_DEFAULT_PORT, "gemini")
-        host = host.lower()  # IPv6 literals too: one address, one spelling
+        if authority.startswith("["):
+            # One address, one spelling: "[0:0::1]" and "[::1]" are the same host.
+            try:
+                host = str(ipaddress.IPv6Address(host))
+            except ValueError:
+                raise InvalidRequest(
+                    message="The host in brackets is not an IPv6 address."
+                ) from None
         path = _normalise_component(remove_dot_segments(path or "/"), _PATH_SAFE)
         return cls(
             host=host,

@@ -84,7 +84,7 @@ class GeminiClientProtocol(Protocol):
         self._error = error
         self.transport.abortConnection()
 
-    def handshakeCompleted(self) -> None:  # noqa: N802
+    def handshakeCompleted(self) -> None:
         self._handshake_done = True
         try:
             self._on_handshake()
@@ -93,7 +93,7 @@ class GeminiClientProtocol(Protocol):
             return
         self.transport.write(self._request)
 
-    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+    def dataReceived(self, data: bytes) -> None:
         if self._error is not None:
             return
         if self._header is None:
@@ -109,7 +109,7 @@ class GeminiClientProtocol(Protocol):
         if self._body.feed(data):
             self.transport.abortConnection()
 
-    def connectionLost(self, reason: Failure = Failure(ConnectionDone())) -> None:  # noqa: N802, B008
+    def connectionLost(self, reason: Failure = Failure(ConnectionDone())) -> None:  # noqa: B008
         if self.finished.called:
             return
         if self._error is not None:
@@ -147,9 +147,11 @@ class GeminiClientProtocol(Protocol):
 class GeminiClientFactory(Factory):
     """Builds one L{GeminiClientProtocol} for one request."""
 
+    noisy = False  # one factory per fetch: no "Starting factory" log lines
+
     def __init__(self, request: bytes, limit: int, on_handshake: Callable[[], None]) -> None:
         self.protocol_instance = GeminiClientProtocol(request, limit, on_handshake)
 
-    def buildProtocol(self, addr: object) -> GeminiClientProtocol:  # noqa: N802
+    def buildProtocol(self, addr: object) -> GeminiClientProtocol:
         self.protocol_instance.factory = self
         return self.protocol_instance

@@ -85,6 +85,8 @@ class GopherClientProtocol(Protocol):
 class GopherClientFactory(Factory):
     """Builds one L{GopherClientProtocol} for one request."""
 
+    noisy = False  # one factory per fetch: no "Starting factory" log lines
+
     def __init__(self, request: bytes, limit: int, menu: bool = False) -> None:
         self.protocol_instance = GopherClientProtocol(request, limit, menu)
 

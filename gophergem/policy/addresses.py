@@ -12,6 +12,7 @@ IPv4; bracketed, zone-scoped IPv6) so that no spelling slips past as a
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
 __all__ = ["is_public", "parse_ip_literal"]
@@ -36,8 +37,11 @@ _SIX_TO_FOUR = IPv6Network("2002::/16")
 _V4_COMPATIBLE = IPv6Network("::/96")
 
 
+_V4_PART = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
+
+
 def _parse_v4_part(part: str) -> int | None:
-    if not part:
+    if not part or not _V4_PART.fullmatch(part):
         return None
     try:
         if part.lower().startswith("0x"):

@@ -204,7 +204,7 @@ def _item_url(item_type: str, selector: bytes, host: str, port: int) -> str:
     if not host or not all(c in _HOST_CHARS for c in host):
         return ""
     authority = format_host(host, port, GOPHER_DEFAULT_PORT)
-    return f"gopher://{authority}/{item_type}{quote_bytes(selector)}"
+    return f"gopher://{authority}/{quote_bytes(item_type.encode('latin-1'))}{quote_bytes(selector)}"
 
 
 def parse_menu(data: bytes, origin_host: str = "", origin_port: int = GOPHER_DEFAULT_PORT) -> Menu:
@@ -245,9 +245,11 @@ def parse_menu(data: bytes, origin_host: str = "", origin_port: int = GOPHER_DEF
         port = _parse_port(fields[3]) if len(fields) > 3 else GOPHER_DEFAULT_PORT
         if not raw_host.strip() and origin_host:
             host, port = origin_host, (port if len(fields) > 3 else origin_port)
-        if not item_type or ord(item_type) < 0x20 or ord(item_type) == 0x7F or item_type in "i3":
+        if not item_type or not 0x21 <= ord(item_type) <= 0x7E:
+            # A control, space or 8-bit type byte: junk, shown as display-only text.
+            next_url, item_type = "", "i"
+        elif item_type in "i3":
             next_url = ""
-            item_type = item_type if item_type and ord(item_type) >= 0x20 else "i"
         elif item_type == "h" and (target := _web_target(selector)) is not None:
             next_url = target
         else:
@@ -288,7 +290,7 @@ def parse_text(data: bytes) -> TextBody:
     terminator was there, undo dot-stuffing (C{..} at a line start).  Line
     ends become LF.  Never raises.
     """
-    lines = data.replace(b"\r\n", b"\n").split(b"\n")
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
     # Trailing empty pieces come from the final newline(s).
     end = len(lines)
     while end > 0 and lines[end - 1].strip(b" \t\r") == b"":

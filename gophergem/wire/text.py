@@ -98,7 +98,7 @@ _DROP_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
 # other string sequences up to their terminator, and two-byte ESC sequences.
 _ANSI = re.compile(
     r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
 )
 

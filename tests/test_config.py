@@ -1,0 +1,355 @@
+"""
+Tests for L{gophergem.config} (defaults and validation, SPEC section 9) and
+for how L{gophergem.cli.main} reports a bad setting.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gophergem._version import __version__
+from gophergem.cli import main
+from gophergem.config import SETTINGS, Config, ConfigError, GeminiConfig, GopherConfig, Setting
+
+# --- defaults ------------------------------------------------------------------------
+
+COMMON_DEFAULTS = {
+    "max_response_size": 1048576,
+    "timeout_seconds": 30,
+    "cache_enabled": True,
+    "cache_ttl_seconds": 300,
+    "max_cache_entries": 1000,
+    "allowed_hosts": None,
+    "allowed_ports": None,
+    "allow_local_hosts": False,
+    "max_rendered_chars": 50000,
+    "requests_per_minute": 60,
+    "max_concurrent_requests": 5,
+    "respect_robots_txt": True,
+    "robots_honor_ai_tokens": True,
+    "robots_cache_ttl_seconds": 86400,
+    "robots_failure_backoff_seconds": 60,
+}
+GOPHER_DEFAULTS = {
+    **COMMON_DEFAULTS,
+    "max_menu_items": 1000,
+    "max_selector_length": 1024,
+    "max_search_length": 256,
+}
+GEMINI_DEFAULTS = {
+    **COMMON_DEFAULTS,
+    "tofu_enabled": True,
+    "tofu_reject_expired": False,
+    "tofu_storage_path": None,
+    "client_certs_enabled": True,
+    "client_certs_storage_path": None,
+    "denied_mime_types": (),
+}
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(GOPHER_DEFAULTS.items()))
+def test_gopher_defaults(name: str, value: object) -> None:
+    """Each GOPHER_* setting defaults to the value in SPEC section 9."""
+    assert getattr(Config().gopher, name) == value
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(GEMINI_DEFAULTS.items()))
+def test_gemini_defaults(name: str, value: object) -> None:
+    """Each GEMINI_* setting defaults to the value in SPEC section 9."""
+    assert getattr(Config().gemini, name) == value
+
+
+def test_log_defaults() -> None:
+    """Logging defaults to INFO on stderr (no log file)."""
+    config = Config()
+    assert config.log_level == "INFO"
+    assert config.log_file is None
+
+
+def test_from_env_empty_is_default() -> None:
+    """Config.from_env({}) equals Config()."""
+    assert Config.from_env({}) == Config()
+    assert Config.from_env({}).gopher == GopherConfig()
+    assert Config.from_env({}).gemini == GeminiConfig()
+
+
+def test_from_env_ignores_unknown_variables() -> None:
+    """Variables that name no setting are ignored."""
+    assert Config.from_env({"PATH": "/bin", "GOPHER_NO_SUCH_THING": "x"}) == Config()
+
+
+def test_every_setting_has_a_config_field() -> None:
+    """Each Setting names a field of its section's config class, with a unique variable."""
+    config = Config()
+    sections = {"gopher": config.gopher, "gemini": config.gemini, "gophergem": config}
+    variables = [s.variable for s in SETTINGS]
+    assert len(variables) == len(set(variables))
+    for setting in SETTINGS:
+        assert hasattr(sections[setting.section], setting.name), setting.variable
+        assert setting.option == setting.variable.lower().replace("_", "-")
+
+
+# --- good values ---------------------------------------------------------------------
+
+
+GOOD = [
+    ("GOPHER_MAX_RESPONSE_SIZE", "1024", ("gopher", "max_response_size", 1024)),
+    ("GOPHER_MAX_RESPONSE_SIZE", " 104857600 ", ("gopher", "max_response_size", 104857600)),
+    ("GEMINI_TIMEOUT_SECONDS", "2.5", ("gemini", "timeout_seconds", 2.5)),
+    ("GOPHER_TIMEOUT_SECONDS", "3600", ("gopher", "timeout_seconds", 3600.0)),
+    ("GOPHER_CACHE_TTL_SECONDS", "0", ("gopher", "cache_ttl_seconds", 0)),
+    ("GOPHER_CACHE_ENABLED", "false", ("gopher", "cache_enabled", False)),
+    ("GOPHER_CACHE_ENABLED", "TRUE", ("gopher", "cache_enabled", True)),
+    ("GEMINI_TOFU_ENABLED", "0", ("gemini", "tofu_enabled", False)),
+    ("GEMINI_TOFU_REJECT_EXPIRED", "yes", ("gemini", "tofu_reject_expired", True)),
+    ("GOPHER_ALLOW_LOCAL_HOSTS", "On", ("gopher", "allow_local_hosts", True)),
+    ("GEMINI_RESPECT_ROBOTS_TXT", "off", ("gemini", "respect_robots_txt", False)),
+    ("GOPHER_REQUESTS_PER_MINUTE", "0", ("gopher", "requests_per_minute", 0)),
+    ("GOPHER_MAX_CONCURRENT_REQUESTS", "0", ("gopher", "max_concurrent_requests", 0)),
+    ("GOPHER_MAX_MENU_ITEMS", "1", ("gopher", "max_menu_items", 1)),
+    (
+        "GEMINI_TOFU_STORAGE_PATH",
+        "/var/lib/gg/pins",
+        ("gemini", "tofu_storage_path", "/var/lib/gg/pins"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("variable", "text", "where"), GOOD, ids=[f"{v}={t}" for v, t, _ in GOOD])
+def test_good_values(variable: str, text: str, where: tuple[str, str, object]) -> None:
+    """A valid value is parsed into its typed field."""
+    section, name, value = where
+    config = Config.from_env({variable: text})
+    assert getattr(getattr(config, section), name) == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a.example,b.example", " a.example , b.example ", '["a.example", "b.example"]'],
+    ids=repr,
+)
+def test_host_list_forms(text: str) -> None:
+    """A host allowlist accepts C{a,b} and a JSON array."""
+    config = Config.from_env({"GOPHER_ALLOWED_HOSTS": text})
+    assert config.gopher.allowed_hosts == frozenset({"a.example", "b.example"})
+
+
+def test_host_list_normalised() -> None:
+    """Allowed hosts are lower-cased and lose a trailing dot, like URL hosts."""
+    config = Config.from_env({"GEMINI_ALLOWED_HOSTS": "Capsule.Example.,OTHER.example"})
+    assert config.gemini.allowed_hosts == frozenset({"capsule.example", "other.example"})
+
+
+@pytest.mark.parametrize(
+    ("entry", "host"), [("bücher.example", "xn--bcher-kva.example"), ("[::1]", "::1")], ids=repr
+)
+def test_host_list_normalised_like_urls(entry: str, host: str) -> None:
+    """An allowlist entry is stored in the form GopherURL.from_text gives the same host."""
+    config = Config.from_env({"GOPHER_ALLOWED_HOSTS": entry})
+    assert config.gopher.allowed_hosts == frozenset({host})
+
+
+@pytest.mark.parametrize("text", ['{"hosts": ["a.example"]}', "a.example/1/", "bad host"], ids=repr)
+def test_host_list_junk_refused(text: str) -> None:
+    """A host allowlist entry that cannot be a host name is a startup error."""
+    with pytest.raises(ConfigError, match="GOPHER_ALLOWED_HOSTS"):
+        Config.from_env({"GOPHER_ALLOWED_HOSTS": text})
+
+
+@pytest.mark.parametrize(
+    "text", ["70,7070", "70, 7070,", "[70, 7070]", '["70", "7070"]', "7070,70,70"], ids=repr
+)
+def test_port_list_forms(text: str) -> None:
+    """A port allowlist accepts C{a,b} and a JSON array of numbers or strings."""
+    config = Config.from_env({"GOPHER_ALLOWED_PORTS": text})
+    assert config.gopher.allowed_ports == frozenset({70, 7070})
+
+
+def test_port_list_bounds() -> None:
+    """Ports 1 and 65535 are accepted."""
+    config = Config.from_env({"GEMINI_ALLOWED_PORTS": "1,65535"})
+    assert config.gemini.allowed_ports == frozenset({1, 65535})
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["image/*,application/pdf", '["image/*", "application/pdf"]', "IMAGE/*, Application/PDF"],
+    ids=repr,
+)
+def test_mime_list_forms(text: str) -> None:
+    """Denied MIME types accept C{a,b} and a JSON array of type/subtype or type/*."""
+    config = Config.from_env({"GEMINI_DENIED_MIME_TYPES": text})
+    assert config.gemini.denied_mime_types == ("image/*", "application/pdf")
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("debug", "DEBUG"),
+        ("Info", "INFO"),
+        ("WARNING", "WARN"),
+        ("warn", "WARN"),
+        ("error", "ERROR"),
+    ],
+)
+def test_log_level_values(text: str, level: str) -> None:
+    """Log levels are case-insensitive and WARNING is WARN."""
+    assert Config.from_env({"GOPHERGEM_LOG_LEVEL": text}).log_level == level
+
+
+# --- bad values ----------------------------------------------------------------------
+
+_NUMBER_BAD = ["abc", "", " ", "1.5", "1e3x", "0x10"]
+_BOOL_BAD = ["", "maybe", "2", "tru", "enabled"]
+_LIST_BAD = ["", " ", ",", " , ,", "[]", '[""]', "[", "[null]", "[[1]]"]
+_PATH_BAD = ["", "   "]
+
+BAD_BY_NAME: dict[str, list[str]] = {
+    "max_response_size": [*_NUMBER_BAD, "1023", "104857601", "-1"],
+    "timeout_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "-inf", "1s"],
+    "cache_enabled": _BOOL_BAD,
+    "cache_ttl_seconds": [*_NUMBER_BAD, "-1", "2592001"],
+    "max_cache_entries": [*_NUMBER_BAD, "0", "1000001"],
+    "allowed_hosts": _LIST_BAD,
+    "allowed_ports": [
+        *_LIST_BAD,
+        '{"a": 1}',
+        "0",
+        "70000",
+        "65536",
+        "70,0",
+        "abc",
+        "-1",
+        "70.5",
+        "[0]",
+        "[true]",
+    ],
+    "allow_local_hosts": _BOOL_BAD,
+    "max_rendered_chars": [*_NUMBER_BAD, "99", "10000001"],
+    "requests_per_minute": [*_NUMBER_BAD, "-1", "6001"],
+    "max_concurrent_requests": [*_NUMBER_BAD, "-1", "1001"],
+    "respect_robots_txt": _BOOL_BAD,
+    "robots_honor_ai_tokens": _BOOL_BAD,
+    "robots_cache_ttl_seconds": [*_NUMBER_BAD, "-1", "31536001"],
+    "robots_failure_backoff_seconds": [*_NUMBER_BAD, "-1", "86401"],
+    "max_menu_items": [*_NUMBER_BAD, "0", "1000001"],
+    "max_selector_length": [*_NUMBER_BAD, "0", "65537"],
+    "max_search_length": [*_NUMBER_BAD, "0", "65537"],
+    "tofu_enabled": _BOOL_BAD,
+    "tofu_reject_expired": _BOOL_BAD,
+    "tofu_storage_path": _PATH_BAD,
+    "client_certs_enabled": _BOOL_BAD,
+    "client_certs_storage_path": _PATH_BAD,
+    "denied_mime_types": [
+        *_LIST_BAD,
+        '{"a": 1}',
+        "text",
+        "*/html",
+        "*/*",
+        "text/",
+        "/html",
+        "image/*,pdf",
+    ],
+    "log_level": ["", "LOUD", "trace", "0"],
+    "log_file": _PATH_BAD,
+}
+
+BAD_CASES = [(s.variable, bad) for s in SETTINGS for bad in BAD_BY_NAME[s.name]]
+
+
+def test_every_setting_has_bad_values() -> None:
+    """The bad-value table covers every setting."""
+    assert {s.name for s in SETTINGS} == set(BAD_BY_NAME)
+
+
+@pytest.mark.parametrize(("variable", "text"), BAD_CASES, ids=[f"{v}={t!r}" for v, t in BAD_CASES])
+def test_bad_value_raises_config_error_naming_variable(variable: str, text: str) -> None:
+    """A bad value raises ConfigError whose one-line message names the variable."""
+    with pytest.raises(ConfigError) as info:
+        Config.from_env({variable: text})
+    message = str(info.value)
+    assert variable in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=[s.variable for s in SETTINGS])
+def test_empty_value_refused_for_every_setting(setting: Setting) -> None:
+    """A variable that is set but empty is refused, never taken as a silent default."""
+    variable = setting.variable
+    with pytest.raises(ConfigError, match=variable):
+        Config.from_env({variable: ""})
+
+
+def test_bad_value_with_newline_stays_one_line() -> None:
+    """A bad value holding a newline is quoted so the message stays on one line."""
+    with pytest.raises(ConfigError) as info:
+        Config.from_env({"GOPHER_TIMEOUT_SECONDS": "1\nFAKE LOG LINE"})
+    assert "\n" not in str(info.value)
+
+
+def test_config_error_is_value_error() -> None:
+    """ConfigError is a ValueError."""
+    assert issubclass(ConfigError, ValueError)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    setting=st.sampled_from(SETTINGS),
+    text=st.text(max_size=30),
+)
+def test_any_value_parses_or_raises_config_error(setting: Setting, text: str) -> None:
+    """Any text for any variable either parses or raises ConfigError naming the variable."""
+    variable = setting.variable
+    try:
+        Config.from_env({variable: text})
+    except ConfigError as exc:
+        assert variable in str(exc)
+        assert "\n" not in str(exc)
+
+
+# --- the console script --------------------------------------------------------------------
+
+
+def test_cli_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """C{gophergem --version} prints the version on stdout and exits 0."""
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out, err = capsys.readouterr()
+    assert __version__ in out
+    assert out.strip() == f"gophergem {__version__}"
+    assert err == ""
+
+
+def test_cli_bad_environment_value(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad environment value makes main return 2 with one stderr line naming it."""
+    status = main([], environ={"GOPHER_TIMEOUT_SECONDS": "x"})
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1
+    assert "GOPHER_TIMEOUT_SECONDS" in lines[0]
+    assert "Traceback" not in err
+
+
+def test_cli_bad_option_value(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad command-line option is reported the same way, naming its variable."""
+    status = main(["--gemini-allowed-ports", "0"], environ={})
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert "GEMINI_ALLOWED_PORTS" in err
+
+
+def test_cli_option_overrides_environment(capsys: pytest.CaptureFixture[str]) -> None:
+    """A command-line option wins over its environment variable."""
+    # Both values are bad, so main returns before it would ever serve.
+    status = main(["--gopher-max-menu-items", "0"], environ={"GOPHER_MAX_MENU_ITEMS": "-5"})
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    assert "GOPHER_MAX_MENU_ITEMS='0'" in err
