@@ -210,7 +210,7 @@ class ServerTLS:
     certificate_pem: bytes
     key_pem: bytes
 
-    def getContext(self) -> Any:  # noqa: N802 - Twisted's name
+    def getContext(self) -> Any:
         from OpenSSL import SSL, crypto
 
         context = SSL.Context(SSL.TLS_SERVER_METHOD)
@@ -221,7 +221,7 @@ class ServerTLS:
         context.set_session_id(b"gophergem-testing")
         return context
 
-    def serverConnectionForTLS(self, tlsProtocol: Any) -> Any:  # noqa: N802, N803
+    def serverConnectionForTLS(self, tlsProtocol: Any) -> Any:
         from OpenSSL import SSL
 
         connection = SSL.Connection(self.getContext(), None)
@@ -236,7 +236,7 @@ class _GeminiServerProtocol(Protocol):
         self._buffer = b""
         self._answered = False
 
-    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+    def dataReceived(self, data: bytes) -> None:
         if self._answered:
             return
         self._buffer += data
@@ -322,15 +322,21 @@ class MemoryNetwork:
         memory pin and identity stores.
 
         Keyword arguments override L{gophergem.config.GopherConfig} fields,
-        C{gemini} overrides L{gophergem.config.GeminiConfig} fields; local
-        addresses are allowed unless C{allow_local_hosts=False} is given.
+        C{gemini} overrides L{gophergem.config.GeminiConfig} fields.  Unless
+        overridden, local addresses are allowed and robots.txt and pacing are
+        off (pass C{respect_robots_txt=True}, C{requests_per_minute=60} to
+        test them).
         """
         from gophergem.service import build_fetcher
 
         config = config or Config()
-        gopher.setdefault("allow_local_hosts", True)
         gemini = dict(gemini or {})
-        gemini.setdefault("allow_local_hosts", True)
+        for overrides in (gopher, gemini):
+            # Tests opt in to politeness; by default it would only add robots.txt
+            # probes and waits on the fake clock to every test.
+            overrides.setdefault("allow_local_hosts", True)
+            overrides.setdefault("requests_per_minute", 0)
+            overrides.setdefault("respect_robots_txt", False)
         config = attrs.evolve(
             config,
             gopher=attrs.evolve(config.gopher, **gopher),

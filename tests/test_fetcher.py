@@ -247,3 +247,59 @@ def test_overlong_selector(net: MemoryNetwork) -> None:
     """A selector over the configured length is INVALID_REQUEST."""
     result = net.run(net.fetcher(max_selector_length=10).gopher("gopher://g.example/0" + "a" * 11))
     assert result.error.code == "INVALID_REQUEST"
+
+
+def test_robots_disallow_blocks(net: MemoryNetwork) -> None:
+    """A path robots.txt disallows for us is BLOCKED_BY_ROBOTS; only the probe was sent."""
+    server = net.listen(
+        HOST_IP,
+        70,
+        FakeGopherServer(
+            {b"robots.txt": b"User-agent: *\r\nDisallow: /secret\r\n", b"/secret": b"no"}
+        ),
+    )
+    fetcher = net.fetcher(respect_robots_txt=True)
+    result = net.run(fetcher.gopher("gopher://g.example/0/secret"))
+    assert result.error.code == "BLOCKED_BY_ROBOTS"
+    assert server.requests == [b"robots.txt"]
+    net.run(fetcher.gopher("gopher://g.example/0/public"))
+    assert server.requests == [b"robots.txt", b"/public"]  # the rules were cached
+
+
+def test_robots_fail_open(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A Gopher host without a usable robots.txt imposes no rules."""
+    result = net.run(net.fetcher(respect_robots_txt=True).gopher("gopher://g.example/"))
+    assert isinstance(result, MenuResult)
+    assert server.requests == [b"robots.txt", b""]
+
+
+def test_deadline_covers_robots_probe(net: MemoryNetwork) -> None:
+    """A robots.txt probe that never answers spends the fetch's one deadline."""
+    net.listen(HOST_IP, 70, FakeGopherServer({}, missing=b"", close=False))
+    fetcher = net.fetcher(respect_robots_txt=True, timeout_seconds=3)
+    result = net.run(fetcher.gopher("gopher://g.example/"), advance=0.5)
+    assert result.error.code == "TIMEOUT"
+
+
+def test_pacing_same_host(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """Ten fetches of one host at 60 a minute take nine seconds of fake time."""
+    fetcher = net.fetcher(requests_per_minute=60, cache_enabled=False)
+    start = net.reactor.seconds()
+    pending = [fetcher.gopher("gopher://g.example/", refresh=True) for _ in range(10)]
+    done = []
+    for d in pending:
+        d.addCallback(lambda r: done.append(net.reactor.seconds() - start))
+    for _ in range(12):
+        net.flush()
+        net.reactor.advance(1)
+    assert done == [float(n) for n in range(10)]
+
+
+def test_pacing_different_hosts_in_parallel(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """Different hosts are not paced against each other."""
+    net.resolver.add("h.example", HOST_IP)
+    fetcher = net.fetcher(requests_per_minute=60)
+    first = fetcher.gopher("gopher://g.example/")
+    second = fetcher.gopher("gopher://h.example/")
+    net.flush()
+    assert first.called and second.called

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import attrs
 from twisted.internet import defer
-from twisted.internet.defer import Deferred, DeferredSemaphore, gatherResults
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
@@ -31,6 +31,8 @@ from gophergem.errors import (
 from gophergem.errors import TimeoutError as FetchTimeout
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.interfaces import IResponseCache
+from gophergem.policy.pacing import ConcurrencyCap, HostPacer
+from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
     BinaryResult,
     CacheInfo,
@@ -45,6 +47,7 @@ from gophergem.results import (
 )
 from gophergem.url import GopherURL, safe_echo
 from gophergem.wire import gopher as wire
+from gophergem.wire.robots import MAX_ROBOTS_BYTES, gopher_robot_paths
 
 __all__ = ["MAX_BATCH", "Fetcher"]
 
@@ -83,11 +86,16 @@ class Fetcher:
     gopher_config: GopherConfig = attrs.field(factory=GopherConfig)
     gopher_cache: IResponseCache | None = None
     gemini_pipeline: GeminiPipeline | None = None
-    _batch_slots: DeferredSemaphore = attrs.field(init=False)
+    _robots: RobotsGate | None = attrs.field(init=False, default=None)
+    _pacer: HostPacer = attrs.field(init=False)
+    _cap: ConcurrencyCap = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        limit = self.gopher_config.max_concurrent_requests or MAX_BATCH
-        self._batch_slots = DeferredSemaphore(limit)
+        config = self.gopher_config
+        self._pacer = HostPacer(self.clock, config.requests_per_minute)
+        self._cap = ConcurrencyCap(config.max_concurrent_requests)
+        if config.respect_robots_txt:
+            self._robots = RobotsGate.for_gopher(self.clock, self._fetch_robots, config)
 
     # --- public API -------------------------------------------------------
 
@@ -126,7 +134,7 @@ class Fetcher:
         self,
         url: str,
         *,
-        input: str | None = None,  # noqa: A002 - the tool's argument name
+        input: str | None = None,
         offset: int = 0,
         refresh: bool = False,
     ) -> Deferred[GeminiResult]:
@@ -155,8 +163,8 @@ class Fetcher:
                 message=f"A batch takes 1 to {MAX_BATCH} URLs; this one has {count}.",
                 next_step=f"Split the list into batches of at most {MAX_BATCH}.",
             )
-        calls = [self._batch_slots.run(fetch_one, url, refresh=refresh) for url in urls]
-        return gatherResults(calls)
+        # Concurrency and per-host pacing are enforced inside each fetch.
+        return gatherResults([fetch_one(url, refresh=refresh) for url in urls])
 
     # --- the pipeline -----------------------------------------------------
 
@@ -231,51 +239,78 @@ class Fetcher:
     async def _serve(
         self, url: GopherURL, info: RequestInfo, offset: int, refresh: bool
     ) -> FetchResult:
-        key = url.to_text()
-        cached = None
-        if self.gopher_cache is not None and self.gopher_config.cache_enabled:
-            if refresh:
-                self.gopher_cache.discard(key)
-            else:
-                cached = self.gopher_cache.get(key)
-        if cached is not None:
-            download = cached[0]
-            assert isinstance(download, _Download)
-            from_cache = True
-        else:
-            download = await self._download(url)
-            from_cache = False
-            if self.gopher_cache is not None and self.gopher_config.cache_enabled:
-                self.gopher_cache.put(key, download)
-        info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at))
-        return self._render(download, info, offset, from_cache)
-
-    async def _download(self, url: GopherURL) -> _Download:
         config = self.gopher_config
-        kind = wire.category(url.item_type)
-        search = url.search if url.item_type == "7" else None
-        factory = GopherClientFactory(
-            wire.encode_request(url.selector, search),
-            config.max_response_size,
-            menu=kind is wire.Category.MENU,
-        )
-        started = self.clock.seconds()
-
-        async def exchange() -> RawResponse:
-            await self.connector.connect(url.host, url.port, factory)
-            return await factory.protocol_instance.finished
-
-        attempt = Deferred.fromCoroutine(exchange())
+        # One deadline for everything: the robots probe, the wait for a turn,
+        # DNS, connect, send and read.
+        attempt = Deferred.fromCoroutine(self._obtain(url, refresh))
         attempt.addTimeout(config.timeout_seconds, self.clock)
         try:
-            raw = await attempt
+            download, from_cache = await attempt
         except defer.TimeoutError:
             raise FetchTimeout(
                 message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
                 temporary=True,
                 next_step="Try again later; the server may be slow or overloaded.",
             ) from None
-        return self._parse(url, kind, raw, started)
+        info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at))
+        return self._render(download, info, offset, from_cache)
+
+    async def _obtain(self, url: GopherURL, refresh: bool) -> tuple[_Download, bool]:
+        if self._robots is not None:
+            paths = gopher_robot_paths(url.item_type, wire.selector_text(url.selector))
+            await self._robots.check(url.host, url.port, paths)
+        key = url.to_text()
+        cache = self.gopher_cache if self.gopher_config.cache_enabled else None
+        if cache is not None:
+            if refresh:
+                cache.discard(key)
+            elif (hit := cache.get(key)) is not None:
+                assert isinstance(hit[0], _Download)
+                return hit[0], True
+        kind = wire.category(url.item_type)
+        started = self.clock.seconds()
+        search = url.search if url.item_type == "7" else None
+        request = wire.encode_request(url.selector, search)
+        menu = kind is wire.Category.MENU
+        raw = await self._cap.run(
+            lambda: Deferred.fromCoroutine(
+                self._exchange(
+                    url.host,
+                    url.port,
+                    request,
+                    self.gopher_config.max_response_size,
+                    menu=menu,
+                    paced=True,
+                )
+            )
+        )
+        download = self._parse(url, kind, raw, started)
+        if cache is not None:
+            cache.put(key, download)
+        return download, False
+
+    async def _exchange(
+        self, host: str, port: int, request: bytes, limit: int, *, menu: bool, paced: bool
+    ) -> RawResponse:
+        if paced:
+            await self._pacer.turn(host)
+        factory = GopherClientFactory(request, limit, menu=menu)
+        await self.connector.connect(host, port, factory)
+        return await factory.protocol_instance.finished
+
+    def _fetch_robots(self, host: str, port: int) -> Deferred[bytes | None]:
+        """Fetch robots.txt the Veronica-2 way: type 0, selector C{robots.txt}."""
+        limit = min(self.gopher_config.max_response_size, MAX_ROBOTS_BYTES)
+
+        async def probe() -> bytes | None:
+            raw = await self._cap.run(
+                lambda: Deferred.fromCoroutine(
+                    self._exchange(host, port, b"robots.txt\r\n", limit, menu=False, paced=False)
+                )
+            )
+            return raw.data
+
+        return Deferred.fromCoroutine(probe())
 
     def _parse(
         self, url: GopherURL, kind: wire.Category, raw: RawResponse, started: float

@@ -11,6 +11,7 @@ handshake has completed, before the request is written.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -36,6 +37,8 @@ from gophergem.errors import (
 )
 from gophergem.errors import TimeoutError as FetchTimeout
 from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
+from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
+from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
     CacheInfo,
     CertificateResult,
@@ -57,6 +60,7 @@ from gophergem.trust import Pin
 from gophergem.url import GeminiURL, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
 from gophergem.wire.gemtext import parse_gemtext, window_text
+from gophergem.wire.robots import MAX_ROBOTS_BYTES, gemini_robot_paths
 from gophergem.wire.text import decode_text, sanitise, sanitise_line
 
 __all__ = ["GeminiPipeline"]
@@ -115,8 +119,6 @@ class GeminiPipeline:
 
     @ivar pins: The TOFU pin store (C{None} when TOFU is off).
     @ivar identities: The client identity store (C{None} when identities are off).
-    @ivar slow_down: Hosts that asked us to slow down: C{(host, port)} to the
-        time until which nothing is sent, and the next backoff step.
     """
 
     clock: IReactorTime
@@ -125,7 +127,18 @@ class GeminiPipeline:
     cache: IResponseCache | None = None
     pins: IPinStore | None = None
     identities: IIdentityStore | None = None
-    slow_down: dict[tuple[str, int], tuple[float, float]] = attrs.field(factory=dict)
+    _board: SlowDownBoard = attrs.field(init=False)
+    _pacer: HostPacer = attrs.field(init=False)
+    _cap: ConcurrencyCap = attrs.field(init=False)
+    _robots: RobotsGate | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        config = self.config
+        self._board = SlowDownBoard(self.clock)
+        self._pacer = HostPacer(self.clock, config.requests_per_minute)
+        self._cap = ConcurrencyCap(config.max_concurrent_requests)
+        if config.respect_robots_txt:
+            self._robots = RobotsGate.for_gemini(self.clock, self._fetch_robots, config)
 
     def fetch(
         self, url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
@@ -195,6 +208,8 @@ class GeminiPipeline:
             expires=presented.not_after,
         )
         self.pins.put(pin)
+        if self._robots is not None:
+            self._robots.forget(host, port)
         log.info("re-pinned {host}:{port} on the user's consent", host=host, port=port)
         return pin
 
@@ -202,27 +217,32 @@ class GeminiPipeline:
 
     def retry_after(self, host: str, port: int) -> float | None:
         """Seconds left in a 44 back-off for C{host}:C{port}, or C{None}."""
-        entry = self.slow_down.get((host, port))
-        if entry is None:
-            return None
-        left = entry[0] - self.clock.seconds()
-        return left if left > 0 else None
-
-    def _note_slow_down(self, host: str, port: int, meta: str) -> float:
-        previous = self.slow_down.get((host, port))
-        text = meta.strip()
-        if text.isdigit() and text.isascii():
-            wait = float(min(max(int(text), 1), 3600))
-        else:
-            wait = min((previous[1] * 2) if previous else 2.0, 3600.0)
-        self.slow_down[(host, port)] = (self.clock.seconds() + wait, wait)
-        return wait
+        return self._board.retry_after(host, port)
 
     # --- the exchange -----------------------------------------------------------
 
     async def _serve(
         self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
     ) -> GeminiResult:
+        config = self.config
+        # One deadline for everything: the robots probe, the wait for a turn,
+        # DNS, connect, the handshake, the store write, send and read.
+        attempt = Deferred.fromCoroutine(self._obtain(url, info, offset, refresh))
+        attempt.addTimeout(config.timeout_seconds, self.clock)
+        try:
+            return await attempt
+        except defer.TimeoutError:
+            raise FetchTimeout(
+                message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
+                temporary=True,
+                next_step="Try again later; the server may be slow or overloaded.",
+            ) from None
+
+    async def _obtain(
+        self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
+    ) -> GeminiResult:
+        if self._robots is not None:
+            await self._robots.check(url.host, url.port, gemini_robot_paths(url.path, url.query))
         identity = None
         if self.identities is not None and self.config.client_certs_enabled:
             identity = self.identities.find(url.host, url.port, url.path)
@@ -235,22 +255,17 @@ class GeminiPipeline:
             download = cached[0]
             assert isinstance(download, _Download)
             return self._render(url, info, download, offset, from_cache=True)
-        wait = self.retry_after(url.host, url.port)
-        if wait is not None:
-            raise SlowDown(
-                message="This capsule asked us to slow down; nothing was sent.",
-                retry_after_seconds=round(wait, 1),
-                temporary=True,
-                next_step=f"Wait {wait:.0f} seconds before fetching from this host again.",
-            )
-        response, tls = await self._exchange(url, identity)
+        self._refuse_while_slowed(url.host, url.port)
+        response, tls = await self._cap.run(
+            lambda: Deferred.fromCoroutine(self._round_trip(url, identity, paced=True))
+        )
         info = attrs.evolve(info, timestamp=iso_utc(self.clock.seconds()), **tls)
         header = response.header
         try:
             if wire.status_class(header.status) != 2:
                 return self._status_result(url, info, header)
             download = self._download(response, tls)
-            self.slow_down.pop((url.host, url.port), None)
+            self._board.clear(url.host, url.port)
             if cacheable:
                 self.cache.put(key, download)
             return self._render(url, info, download, offset, from_cache=False)
@@ -258,10 +273,23 @@ class GeminiPipeline:
             # Failures after the exchange keep what we learnt about the connection.
             return FetchFailure(request_info=info, error=error)
 
-    async def _exchange(
-        self, url: GeminiURL, identity: Any
+    def _refuse_while_slowed(self, host: str, port: int) -> None:
+        wait = self._board.retry_after(host, port)
+        if wait is not None:
+            seconds = math.ceil(wait)
+            raise SlowDown(
+                message="This capsule asked us to slow down; nothing was sent.",
+                retry_after_seconds=seconds,
+                temporary=True,
+                next_step=f"Wait {seconds} seconds before fetching from this host again.",
+            )
+
+    async def _round_trip(
+        self, url: GeminiURL, identity: Any, *, paced: bool, limit: int | None = None
     ) -> tuple[GeminiResponse, dict[str, Any]]:
         config = self.config
+        if paced:
+            await self._pacer.turn(url.host)
         credentials = None
         if identity is not None:
             credentials = self.identities.credentials(identity)
@@ -286,22 +314,9 @@ class GeminiPipeline:
             if decision is not None and decision.pin is not None and pins is not None:
                 pins.put(decision.pin)
 
-        factory = GeminiClientFactory(url.request_line(), config.max_response_size, commit)
-
-        async def exchange() -> GeminiResponse:
-            await self.connector.connect(url.host, url.port, factory, tls=creator)
-            return await factory.protocol_instance.finished
-
-        attempt = Deferred.fromCoroutine(exchange())
-        attempt.addTimeout(config.timeout_seconds, self.clock)
-        try:
-            response = await attempt
-        except defer.TimeoutError:
-            raise FetchTimeout(
-                message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
-                temporary=True,
-                next_step="Try again later; the server may be slow or overloaded.",
-            ) from None
+        factory = GeminiClientFactory(url.request_line(), limit or config.max_response_size, commit)
+        await self.connector.connect(url.host, url.port, factory, tls=creator)
+        response = await factory.protocol_instance.finished
         tls: dict[str, Any] = {"tls_version": creator.tls_version, "cipher": creator.cipher}
         decision = creator.decision
         if decision is not None:
@@ -313,6 +328,42 @@ class GeminiPipeline:
                 "A client certificate was presented over TLS 1.2, where it travels unencrypted."
             )
         return response, tls
+
+    def _fetch_robots(self, host: str, port: int) -> Deferred[bytes | None]:
+        """
+        Fetch C{/robots.txt} through the same client (never through the
+        gate): 20 gives its body, 51 means no policy, anything else fails
+        with a coded error so that the gate fails closed.
+        """
+        url = GeminiURL(host=host, port=port, path="/robots.txt")
+        limit = min(self.config.max_response_size, MAX_ROBOTS_BYTES)
+
+        async def probe() -> bytes | None:
+            self._refuse_while_slowed(host, port)
+            response, _ = await self._cap.run(
+                lambda: Deferred.fromCoroutine(
+                    self._round_trip(url, None, paced=False, limit=limit)
+                )
+            )
+            status = response.header.status
+            kind = wire.status_class(status)
+            if kind == 2:
+                return response.body
+            if status == 51:
+                return None
+            if status == 44:
+                wait = self._board.note(host, port, response.header.meta)
+                raise SlowDown(
+                    message="The capsule asked us to slow down while reading robots.txt.",
+                    retry_after_seconds=math.ceil(wait),
+                    temporary=True,
+                )
+            if kind == 3:
+                raise InvalidRedirect(message="robots.txt redirected elsewhere; not followed.")
+            error = TemporaryError if kind == 4 else PermanentError
+            raise error(message=f"robots.txt answered {status}.", status=status)
+
+        return Deferred.fromCoroutine(probe())
 
     # --- statuses ---------------------------------------------------------------
 
@@ -346,7 +397,7 @@ class GeminiPipeline:
         if status_class == 4:
             retry_after = None
             if status == 44:
-                retry_after = self._note_slow_down(url.host, url.port, meta)
+                retry_after = self._board.note(url.host, url.port, meta)
             raise TemporaryError(
                 message=f"The capsule answered {status}: a temporary failure.",
                 status=status,

@@ -270,9 +270,14 @@ class RobotsGate:
 
 
 def _unavailable(cause: GophergemError, left: float) -> RobotsUnavailable:
-    """Refuse because robots.txt could not be read, naming why and for how long."""
+    """
+    Refuse because robots.txt could not be read, naming why and for how long.
+
+    The probe's own error is the refusal's C{__cause__}, so a caller can still
+    act on it (a C{CERTIFICATE_CHANGED} met by the probe, say).
+    """
     wait = math.ceil(left) if left > 0 else 0
-    return RobotsUnavailable(
+    error = RobotsUnavailable(
         message=f"This host's robots.txt could not be read ({cause.code}: {cause.message}), "
         "so its policy is unknown and nothing was requested.",
         next_step=(
@@ -285,6 +290,8 @@ def _unavailable(cause: GophergemError, left: float) -> RobotsUnavailable:
         temporary=True,
         retry_after_seconds=wait or None,
     )
+    error.__cause__ = cause
+    return error
 
 
 def _fired(error: GophergemError | None) -> Deferred[None]:
