@@ -86,7 +86,7 @@ def mint_identity(host: str, port: int, path: str, now: float) -> tuple[Identity
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"gophergem-{secrets.token_hex(4)}")])
     start = int(now) - _BACKDATE_SECONDS
-    utc = datetime.timezone.utc
+    utc = datetime.UTC
     certificate = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -133,6 +133,12 @@ def _exists(identity: Identity) -> CertificateExists:
 def _best(candidates: list[Identity], host: str, port: int, path: str) -> Identity | None:
     covering = [i for i in candidates if i.covers(host, port, path)]
     return max(covering, key=lambda i: len(i.path), default=None)
+
+
+def _identity(value: object) -> Identity:
+    if not isinstance(value, Identity):
+        raise TypeError(f"expected an Identity, not {type(value).__name__}")
+    return value
 
 
 def _sorted(identities: list[Identity]) -> list[Identity]:
@@ -271,17 +277,18 @@ class FileIdentityStore:
                 log.warn("Could not delete {file}: {error}", file=target, error=str(e))
         return True
 
-    def all(self, host: str | None = None) -> list[Identity]:
+    def all(self, host: str | None = None) -> list[Identity]:  # type: ignore[override]
         """Every identity (for C{host} only, when given), by host, port and path."""
         return _sorted(self._identities(host))
 
-    def credentials(self, identity: Identity) -> tuple[bytes, bytes]:
+    def credentials(self, identity: object) -> tuple[bytes, bytes]:
         """
         Return C{(certificate_pem, private_key_pem)} for C{identity}.
 
         @raise CertificateStoreUnavailable: When the identity is no longer in
             the store, or its files are missing or do not match it.
         """
+        identity = _identity(identity)
         key = _key(identity.host, identity.port, identity.path)
 
         def read(entries: dict[str, Any]) -> tuple[bytes, bytes]:
@@ -382,14 +389,15 @@ class MemoryIdentityStore:
         """Delete the identity of exactly that scope; return whether there was one."""
         return self.identities.pop((host, port, normalise_scope(path)), None) is not None
 
-    def all(self, host: str | None = None) -> list[Identity]:
+    def all(self, host: str | None = None) -> list[Identity]:  # type: ignore[override]
         """Every identity (for C{host} only, when given), by host, port and path."""
         return _sorted(
             [i for i, _, _ in self.identities.values() if host is None or i.host == host]
         )
 
-    def credentials(self, identity: Identity) -> tuple[bytes, bytes]:
+    def credentials(self, identity: object) -> tuple[bytes, bytes]:
         """Return C{(certificate_pem, private_key_pem)} for C{identity}."""
+        identity = _identity(identity)
         stored = self.identities.get((identity.host, identity.port, identity.path))
         if stored is None or stored[0].fingerprint != identity.fingerprint:
             raise CertificateStoreUnavailable(

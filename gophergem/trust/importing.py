@@ -168,7 +168,7 @@ def import_gopher_mcp_pins(
         try:
             pins.append(_pin(str(key), entry, now))
         except (_BadEntry, ValueError) as e:
-            problems.append(f"Entry {ascii(str(key)[:100])} was not imported: {e}.")
+            problems.append(f"Entry {str(key)[:100]!a} was not imported: {e}.")
     if problems and not pins:
         raise InvalidRequest(
             message=f"None of the {len(problems)} entries of the file is a gopher-mcp "

@@ -33,7 +33,7 @@ def _key(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-def _encode(pin: Pin) -> dict[str, Any]:
+def _encode(pin: object) -> dict[str, Any]:
     """Turn C{pin} into its JSON entry, refusing what could not be read back."""
     if not isinstance(pin, Pin):
         raise TypeError(f"expected a Pin, not {type(pin).__name__}")
@@ -116,17 +116,18 @@ class FilePinStore:
         key = _key(host, port)
         return self._file.view(lambda entries: _decode(entries[key]) if key in entries else None)
 
-    def put(self, pin: Pin) -> None:
+    def put(self, pin: object) -> None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}; durable on return."""
         entry = _encode(pin)
-        self._file.update(lambda entries: entries.__setitem__(_key(pin.host, pin.port), entry))
+        key = _key(entry["host"], entry["port"])
+        self._file.update(lambda entries: entries.__setitem__(key, entry))
 
     def remove(self, host: str, port: int) -> bool:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
         key = _key(host, port)
         return self._file.update(lambda entries: entries.pop(key, None) is not None)
 
-    def all(self, host: str | None = None) -> list[Pin]:
+    def all(self, host: str | None = None) -> list[Pin]:  # type: ignore[override]
         """Every pin (for C{host} only, when given), sorted by host then port."""
         return self._file.view(
             lambda entries: _sorted(
@@ -155,15 +156,16 @@ class MemoryPinStore:
         """Return the pin for C{host}:C{port}, or C{None}."""
         return self.pins.get((host, port))
 
-    def put(self, pin: Pin) -> None:
+    def put(self, pin: object) -> None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}."""
         _encode(pin)  # the same validation as the file store
+        assert isinstance(pin, Pin)
         self.pins[pin.host, pin.port] = pin
 
     def remove(self, host: str, port: int) -> bool:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
         return self.pins.pop((host, port), None) is not None
 
-    def all(self, host: str | None = None) -> list[Pin]:
+    def all(self, host: str | None = None) -> list[Pin]:  # type: ignore[override]
         """Every pin (for C{host} only, when given), sorted by host then port."""
         return _sorted([pin for pin in self.pins.values() if host is None or pin.host == host])

@@ -1,0 +1,101 @@
+"""
+L{gophergem.trust.pins.FilePinStore} shared by real processes: concurrent
+writers lose nothing, and a writer killed mid-run leaves a loadable store
+holding every pin whose write had returned.
+
+The children are C{python -c} programs importing gophergem; they never open
+a socket.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from gophergem.trust.pins import FilePinStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# argv: store path, name, count (-1: forever).  Prints "ready", waits for a
+# line on stdin, then writes pins <name>-<i>.example, printing each host once
+# put() has returned.
+_WRITER = """
+import sys
+from gophergem.trust import Pin
+from gophergem.trust.pins import FilePinStore
+
+store = FilePinStore(sys.argv[1])
+name, count = sys.argv[2], int(sys.argv[3])
+print("ready", flush=True)
+sys.stdin.readline()
+i = 0
+while count < 0 or i < count:
+    host = f"{name}-{i}.example"
+    store.put(Pin(host=host, port=1965, fingerprint="sha256:" + "ab" * 32, spki="",
+                  first_seen=float(i), last_seen=float(i), not_before=0.0, expires=0.0))
+    print(host, flush=True)
+    i += 1
+"""
+
+
+def start_writer(path: Path, name: str, count: int) -> subprocess.Popen[str]:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), name, str(count)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    return child
+
+
+def go(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    """Two processes writing 50 pins each into one store at once leave all 100."""
+    path = tmp_path / "tofu.json"
+    children = [start_writer(path, name, 50) for name in ("left", "right")]
+    for child in children:
+        go(child)
+    acknowledged: set[str] = set()
+    for child in children:
+        out, _ = child.communicate(timeout=30)
+        assert child.returncode == 0
+        acknowledged.update(out.split())
+    assert len(acknowledged) == 100
+    assert {pin.host for pin in FilePinStore(path).all()} == acknowledged
+
+
+def test_killed_writer_loses_no_acknowledged_pin(tmp_path: Path) -> None:
+    """
+    A writer SIGKILLed while writing leaves a store that loads and holds every
+    pin whose put() had returned; the lock dies with the process.
+    """
+    path = tmp_path / "tofu.json"
+    child = start_writer(path, "victim", -1)
+    go(child)
+    assert child.stdout is not None
+    acknowledged = [child.stdout.readline().strip() for _ in range(30)]
+    os.kill(child.pid, signal.SIGKILL)
+    rest, _ = child.communicate(timeout=10)
+    acknowledged += rest.split()
+    assert child.returncode == -signal.SIGKILL
+
+    store = FilePinStore(path, lock_timeout=1.0)
+    stored = {pin.host for pin in store.all()}
+    assert set(acknowledged) <= stored
+    # At most the write in flight when the signal landed got in unannounced.
+    assert len(stored - set(acknowledged)) <= 1
+    assert store.remove(acknowledged[0], 1965) is True
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
