@@ -43,11 +43,20 @@ def _parser() -> argparse.ArgumentParser:
             help=f"{setting.help} [{setting.variable}]",
         )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    fetch = commands.add_parser("fetch", help="Fetch one gopher:// URL and print it.")
+    fetch = commands.add_parser(
+        "fetch", help="Fetch one gopher:// or gemini:// URL, under the same policy, and print it."
+    )
     fetch.add_argument("url")
-    fetch.add_argument("--search", help="Search terms for a type-7 item.")
+    fetch.add_argument("--search", help="Search terms for a Gopher type-7 item.")
+    fetch.add_argument("--input", help="The answer to a Gemini input prompt.")
     fetch.add_argument("--offset", type=int, default=0, help="Where the window starts.")
     fetch.add_argument("--json", action="store_true", help="Print the JSON payload.")
+    trust = commands.add_parser("trust", help="Manage Gemini certificate pins.")
+    trust_commands = trust.add_subparsers(dest="trust_command", metavar="ACTION", required=True)
+    import_ = trust_commands.add_parser(
+        "import", help="Import pins from a gopher-mcp tofu.json (its default place if no PATH)."
+    )
+    import_.add_argument("path", nargs="?")
     return parser
 
 
@@ -80,6 +89,8 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         return 2
     from gophergem._log import start_logging
 
+    if args.command == "trust":
+        return _trust_import(config, args, dict(os.environ if environ is None else environ))
     if args.command == "fetch":
         start_logging(
             "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level, config.log_file
@@ -126,8 +137,13 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
         outcome["result"] = result
         reactor.stop()
 
+    from gophergem.url import scheme_of
+
     fetcher = build_fetcher(config, reactor)
-    d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
+    if scheme_of(args.url) == "gemini":
+        d = fetcher.gemini(args.url, input=args.input, offset=args.offset)
+    else:
+        d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
     d.addBoth(done)
     if "result" not in outcome:
         reactor.run()
@@ -137,6 +153,42 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     else:
         print(render(data))
     return 1 if data["kind"] == "error" else 0
+
+
+def _trust_import(config: Config, args: argparse.Namespace, environ: dict[str, str]) -> int:
+    import time
+    from pathlib import Path
+
+    from gophergem.errors import GophergemError
+    from gophergem.trust.importing import import_gopher_mcp_pins
+    from gophergem.trust.paths import gopher_mcp_pin_paths, pin_store_path
+    from gophergem.trust.pins import FilePinStore
+
+    if args.path:
+        source = Path(args.path)
+    else:
+        found = [Path(p) for p in gopher_mcp_pin_paths(environ) if Path(p).is_file()]
+        if not found:
+            print("gophergem: no gopher-mcp tofu.json found; name its path.", file=sys.stderr)
+            return 2
+        source = found[0]
+    store = FilePinStore(str(pin_store_path(config.gemini.tofu_storage_path, environ)))
+    try:
+        report = import_gopher_mcp_pins(source, store, time.time())
+    except GophergemError as error:
+        print(f"gophergem: {error.message}", file=sys.stderr)
+        return 1
+    for pin in report.imported:
+        print(f"imported  {pin.host}:{pin.port}  {pin.fingerprint}")
+    for skipped in report.skipped:
+        print(f"skipped   {skipped.host}:{skipped.port}  {skipped.reason}")
+    for problem in report.problems:
+        print(f"problem   {problem}")
+    print(
+        f"{len(report.imported)} imported, {len(report.skipped)} skipped, "
+        f"{len(report.problems)} not understood."
+    )
+    return 0
 
 
 def render(data: dict[str, Any]) -> str:
@@ -152,7 +204,27 @@ def render(data: dict[str, Any]) -> str:
     elif kind == "text":
         lines.append(data["text"])
     elif kind == "binary":
-        lines.append(f"binary: {data['bytes']} bytes, {data['mime_type']}")
+        lines.append(f"binary: {data.get('bytes', data.get('size'))} bytes, {data['mime_type']}")
+    elif kind == "gemtext":
+        if "text" in data:
+            lines.append(data["text"])
+        for line in data.get("document", {}).get("lines", []):
+            if line["type"] == "link":
+                label = line["link"].get("text") or line["link"]["url"]
+                lines.append(f"=> {label}  <{line['link']['url']}>")
+            else:
+                lines.append(line["content"])
+    elif kind == "success":
+        lines.append(data["content"])
+    elif kind == "input":
+        lines.append(f"input wanted: {data['prompt']}  (answer with --input)")
+    elif kind == "redirect":
+        lines.append(
+            f"redirect ({'permanent' if data['permanent'] else 'temporary'}): {data['new_url']}"
+        )
+    elif kind == "certificate":
+        lines.append(f"certificate {data['status']}: {data['message']}")
+        lines.append(f"next: {data['next_step']}")
     else:
         error = data["error"]
         lines.append(f"error {error['code']}: {error['message']}")
