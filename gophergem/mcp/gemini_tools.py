@@ -230,7 +230,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
 
     # --- gemini_fetch, with the user asked before trusting a new key ------------
 
-    async def fetched(url: str, input: str | None, offset: int, refresh: bool) -> Any:  # noqa: A002
+    async def fetched(url: str, input: str | None, offset: int, refresh: bool) -> Any:
         return await wait_for(fetcher.gemini(url, input=input, offset=offset, refresh=refresh))
 
     async def trust_new_key(
@@ -264,7 +264,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     )
     async def gemini_fetch(
         url: Annotated[str, Field(description="A gemini:// URL.")],
-        input: Annotated[  # noqa: A002 - the argument's published name
+        input: Annotated[
             str | None,
             Field(
                 description="The answer to an input result's prompt; it is percent-encoded "

@@ -175,7 +175,7 @@ _GopherUnion = Annotated[
 
 
 class GopherPayload(RootModel[_GopherUnion]):
-    """The result of one Gopher fetch, told apart by C{kind}."""
+    """The result of one Gopher fetch, told apart by kind."""
 
     model_config = ConfigDict(json_schema_extra={"type": "object"})
 
@@ -345,7 +345,7 @@ _GeminiUnion = Annotated[
 
 
 class GeminiPayload(RootModel[_GeminiUnion]):
-    """The result of one Gemini fetch, told apart by C{kind}."""
+    """The result of one Gemini fetch, told apart by kind."""
 
     model_config = ConfigDict(json_schema_extra={"type": "object"})
 
