@@ -621,11 +621,19 @@ def _compact_line(line: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compact_item(item: dict[str, Any]) -> dict[str, Any]:
-    # next_url already carries host, port and selector; info lines need none.
-    out = {"type": item["type"], "title": item["title"]}
-    if item["next_url"]:
-        out["next_url"] = item["next_url"]
-    return out
+    # next_url already carries host, port, selector and (in a gopher:// URL,
+    # right after the host) the item type; info lines need none of them.
+    url = item["next_url"]
+    if not url:
+        return {"type": item["type"], "title": item["title"]}
+    if url.startswith("gopher://") and _url_type(url) == item["type"]:
+        return {"title": item["title"], "next_url": url}
+    return {"type": item["type"], "title": item["title"], "next_url": url}
+
+
+def _url_type(url: str) -> str:
+    path = url[len("gopher://") :].partition("/")[2]
+    return path[:1]
 
 
 def _compact(value: Any, key: str = "") -> Any:

@@ -312,9 +312,16 @@ def assert_same_core(structured: dict[str, Any], from_text: dict[str, Any]) -> N
     kind = structured.get("kind")
     if kind == "menu":
         # The text block may leave out what next_url already spells out
-        # (host, port, selector), so compare what a reader needs.
+        # (host, port, selector, and the type of a gopher:// link), so
+        # compare what a reader needs.
+        def item_type(item: dict[str, Any]) -> Any:
+            url = item.get("next_url") or ""
+            if "type" in item or not url.startswith("gopher://"):
+                return item.get("type")
+            return url[len("gopher://") :].partition("/")[2][:1]
+
         def essentials(items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
-            return [(i.get("type"), i.get("title"), i.get("next_url") or "") for i in items]
+            return [(item_type(i), i.get("title"), i.get("next_url") or "") for i in items]
 
         assert essentials(from_text["items"]) == essentials(structured["items"])
         return
