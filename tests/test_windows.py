@@ -1,0 +1,109 @@
+"""
+Reading large resources window by window (SPEC §3, §8): walks reassemble the
+resource exactly from one download, and over-size resources are no dead end.
+"""
+
+from __future__ import annotations
+
+import pytest
+from twisted.internet.testing import MemoryReactorClock
+
+from gophergem.policy.cache import ResponseCache
+from gophergem.results import MenuResult, TextResult
+from gophergem.testing import FakeGopherServer, MemoryNetwork
+
+HOST_IP = "192.0.2.30"  # memory reactor only: never dialled
+
+
+@pytest.fixture
+def net() -> MemoryNetwork:
+    network = MemoryNetwork()
+    network.resolver.add("big.example", HOST_IP)
+    return network
+
+
+def test_menu_walk(net: MemoryNetwork) -> None:
+    """A 5,000-item menu read by offset until next_offset is null comes back whole, from one download."""
+    lines = b"".join(b"0Item %d\t/i/%d\tbig.example\t70\r\n" % (n, n) for n in range(5000))
+    server = net.listen(HOST_IP, 70, FakeGopherServer({b"": lines + b".\r\n"}))
+    fetcher = net.fetcher(max_menu_items=1000)
+    titles: list[str] = []
+    offset: int | None = 0
+    windows = 0
+    while offset is not None:
+        result = net.run(fetcher.gopher("gopher://big.example/", offset=offset))
+        assert isinstance(result, MenuResult)
+        assert result.window.total == 5000 and len(result.items) <= 1000
+        assert result.cache.cached is (windows > 0)
+        titles.extend(item.title for item in result.items)
+        offset = result.window.next_offset
+        windows += 1
+    assert titles == [f"Item {n}" for n in range(5000)]
+    assert windows == 5 and len(server.requests) == 1
+
+
+def test_text_walk(net: MemoryNetwork) -> None:
+    """A 1.5 MB text read window by window reassembles exactly; windows abut."""
+    body = "".join(f"line {n:07d} {'x' * 40}\n" for n in range(30_000))
+    assert len(body) > 1_500_000
+    server = net.listen(HOST_IP, 70, FakeGopherServer({b"/t": body.encode()}))
+    fetcher = net.fetcher(max_response_size=2 * 1024 * 1024, max_rendered_chars=50_000)
+    pieces: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        result = net.run(fetcher.gopher("gopher://big.example/0/t", offset=offset))
+        assert isinstance(result, TextResult)
+        assert result.window.offset == sum(map(len, pieces))
+        pieces.append(result.text)
+        offset = result.window.next_offset
+    assert "".join(pieces) == body
+    assert len(server.requests) == 1
+
+
+def test_refresh_mid_walk_starts_over(net: MemoryNetwork) -> None:
+    """refresh during a walk fetches afresh, and later windows come from the new download."""
+    server = net.listen(HOST_IP, 70, FakeGopherServer({b"/t": b"a" * 300}))
+    fetcher = net.fetcher(max_rendered_chars=100)
+    net.run(fetcher.gopher("gopher://big.example/0/t"))
+    server.responses[b"/t"] = b"b" * 300
+    second = net.run(fetcher.gopher("gopher://big.example/0/t", offset=100, refresh=True))
+    third = net.run(fetcher.gopher("gopher://big.example/0/t", offset=200))
+    assert (second.text, third.text) == ("b" * 100, "b" * 100)
+    assert third.cache.cached is True and len(server.requests) == 2
+
+
+def test_over_size_is_not_a_dead_end(net: MemoryNetwork) -> None:
+    """A 3 MB resource under a 1 MiB cap returns its first part, flagged, not an error."""
+    net.listen(HOST_IP, 70, FakeGopherServer({b"/huge": b"z" * (3 * 1024 * 1024)}))
+    result = net.run(net.fetcher().gopher("gopher://big.example/0/huge"))
+    assert isinstance(result, TextResult)
+    assert result.size == 1024 * 1024
+    assert result.window.size_capped and result.window.truncated
+    assert result.window.total == 1024 * 1024
+
+
+def test_latin1_text(net: MemoryNetwork) -> None:
+    """Latin-1 Gopher text decodes to the right characters and says so."""
+    net.listen(HOST_IP, 70, FakeGopherServer({b"/l": "Grüße aus Köln, café\n".encode("latin-1")}))
+    result = net.run(net.fetcher().gopher("gopher://big.example/0/l"))
+    assert result.text == "Grüße aus Köln, café\n" and result.charset == "iso-8859-1"
+
+
+def test_cache_ttl_and_lru() -> None:
+    """Entries expire after the TTL on the injected clock, and the least recently used goes first."""
+    clock = MemoryReactorClock()
+    cache = ResponseCache(clock, ttl=10, max_entries=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") is not None  # a is now the most recently used
+    cache.put("c", 3)
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
+    clock.advance(10)
+    assert cache.get("a") is None and len(cache) == 1
+
+
+def test_cache_ttl_zero_stores_nothing() -> None:
+    """A TTL of 0 disables the cache."""
+    cache = ResponseCache(MemoryReactorClock(), ttl=0)
+    cache.put("a", 1)
+    assert cache.get("a") is None and len(cache) == 0
