@@ -28,7 +28,6 @@ import attrs
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from OpenSSL import SSL, crypto
-from service_identity import VerificationError
 from service_identity.cryptography import (
     verify_certificate_hostname,
     verify_certificate_ip_address,
@@ -122,6 +121,19 @@ class PresentedCertificate:
             names_host=names_host,
         )
 
+    def pin(self, host: str, port: int, *, first_seen: float, now: float) -> Pin:
+        """The pin that records this certificate for C{host}:C{port}."""
+        return Pin(
+            host=host,
+            port=port,
+            fingerprint=self.fingerprint,
+            spki=self.spki,
+            first_seen=first_seen,
+            last_seen=now,
+            not_before=self.not_before,
+            expires=self.not_after,
+        )
+
 
 class Verdict(enum.Enum):
     """What the trust decision concluded."""
@@ -213,16 +225,7 @@ def decide(
         )
 
     def pin(first_seen: float) -> Pin:
-        return Pin(
-            host=host,
-            port=port,
-            fingerprint=presented.fingerprint,
-            spki=presented.spki,
-            first_seen=first_seen,
-            last_seen=now,
-            not_before=presented.not_before,
-            expires=presented.not_after,
-        )
+        return presented.pin(host, port, first_seen=first_seen, now=now)
 
     if pinned is None:
         return TrustDecision(

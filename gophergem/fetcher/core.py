@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import attrs
-from twisted.internet import defer
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
@@ -22,13 +21,11 @@ from gophergem.client.connect import Connector
 from gophergem.client.gopher import GopherClientFactory, RawResponse
 from gophergem.config import GopherConfig
 from gophergem.errors import (
-    BlockedError,
-    FetchError,
     GophergemError,
     InvalidRequest,
     NotFetchable,
 )
-from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.fetcher.common import check_allowlists, internal_failure, within_deadline
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.interfaces import IResponseCache
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer
@@ -181,11 +178,7 @@ class Fetcher:
         except GophergemError as error:
             return FetchFailure(request_info=info, error=error)
         except Exception:
-            log.failure("unexpected failure fetching {url}", url=info.url)
-            return FetchFailure(
-                request_info=info,
-                error=FetchError(message="An internal error stopped this fetch; it is logged."),
-            )
+            return internal_failure(info)
 
     def _apply_search(self, url: GopherURL, search: str | None) -> tuple[GopherURL, bool]:
         if search is not None:
@@ -231,27 +224,16 @@ class Fetcher:
                 "or CSO), not documents; there is nothing to fetch.",
                 next_step="Tell the user the host and port if they want to connect themselves.",
             )
-        if config.allowed_hosts is not None and url.host not in config.allowed_hosts:
-            raise BlockedError(message="This host is not on the configured allowlist.")
-        if config.allowed_ports is not None and url.port not in config.allowed_ports:
-            raise BlockedError(message=f"Port {url.port} is not on the configured allowlist.")
+        check_allowlists(config, url.host, url.port)
 
     async def _serve(
         self, url: GopherURL, info: RequestInfo, offset: int, refresh: bool
     ) -> FetchResult:
-        config = self.gopher_config
         # One deadline for everything: the robots probe, the wait for a turn,
         # DNS, connect, send and read.
-        attempt = Deferred.fromCoroutine(self._obtain(url, refresh))
-        attempt.addTimeout(config.timeout_seconds, self.clock)
-        try:
-            download, from_cache = await attempt
-        except defer.TimeoutError:
-            raise FetchTimeout(
-                message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
-                temporary=True,
-                next_step="Try again later; the server may be slow or overloaded.",
-            ) from None
+        download, from_cache = await within_deadline(
+            self._obtain(url, refresh), self.gopher_config.timeout_seconds, self.clock
+        )
         info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at))
         return self._render(download, info, offset, from_cache)
 

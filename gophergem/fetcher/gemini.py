@@ -15,7 +15,6 @@ import math
 from typing import Any
 
 import attrs
-from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
@@ -24,9 +23,7 @@ from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientFactory, GeminiResponse
 from gophergem.config import GeminiConfig
 from gophergem.errors import (
-    BlockedError,
     ContentFiltered,
-    FetchError,
     GophergemError,
     InvalidRedirect,
     InvalidRequest,
@@ -35,7 +32,7 @@ from gophergem.errors import (
     TemporaryError,
     TofuDisabled,
 )
-from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.fetcher.common import check_allowlists, internal_failure, within_deadline
 from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.robots import RobotsGate
@@ -162,11 +159,7 @@ class GeminiPipeline:
         except GophergemError as error:
             return FetchFailure(request_info=info, error=error)
         except Exception:
-            log.failure("unexpected failure fetching {url}", url=info.url)
-            return FetchFailure(
-                request_info=info,
-                error=FetchError(message="An internal error stopped this fetch; it is logged."),
-            )
+            return internal_failure(info)
 
     def _request_info(self, url: GeminiURL) -> GeminiRequestInfo:
         return GeminiRequestInfo(
@@ -182,10 +175,7 @@ class GeminiPipeline:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidRequest(message="offset must be a whole number, 0 or more.")
         url.request_line()  # raises when the request would be over 1024 bytes
-        if config.allowed_hosts is not None and url.host not in config.allowed_hosts:
-            raise BlockedError(message="This host is not on the configured allowlist.")
-        if config.allowed_ports is not None and url.port not in config.allowed_ports:
-            raise BlockedError(message=f"Port {url.port} is not on the configured allowlist.")
+        check_allowlists(config, url.host, url.port)
 
     def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
         """
@@ -197,16 +187,7 @@ class GeminiPipeline:
         if self.pins is None:
             raise TofuDisabled(message="Trust on first use is switched off.")
         now = self.clock.seconds()
-        pin = Pin(
-            host=host,
-            port=port,
-            fingerprint=presented.fingerprint,
-            spki=presented.spki,
-            first_seen=now,
-            last_seen=now,
-            not_before=presented.not_before,
-            expires=presented.not_after,
-        )
+        pin = presented.pin(host, port, first_seen=now, now=now)
         self.pins.put(pin)
         if self._robots is not None:
             self._robots.forget(host, port)
@@ -224,19 +205,11 @@ class GeminiPipeline:
     async def _serve(
         self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
     ) -> GeminiResult:
-        config = self.config
         # One deadline for everything: the robots probe, the wait for a turn,
         # DNS, connect, the handshake, the store write, send and read.
-        attempt = Deferred.fromCoroutine(self._obtain(url, info, offset, refresh))
-        attempt.addTimeout(config.timeout_seconds, self.clock)
-        try:
-            return await attempt
-        except defer.TimeoutError:
-            raise FetchTimeout(
-                message=f"The fetch did not finish within {config.timeout_seconds:g} seconds.",
-                temporary=True,
-                next_step="Try again later; the server may be slow or overloaded.",
-            ) from None
+        return await within_deadline(
+            self._obtain(url, info, offset, refresh), self.config.timeout_seconds, self.clock
+        )
 
     async def _obtain(
         self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool

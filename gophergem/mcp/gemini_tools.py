@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 import attrs
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from gophergem.errors import CertificateChanged, GophergemError, UserDeclined
@@ -27,11 +27,10 @@ from gophergem.mcp.results import (
     ErrorModel,
     GeminiBatchPayload,
     GeminiPayload,
-    compact_text,
-    error_payload,
     payload,
 )
-from gophergem.results import FetchFailure, GeminiRequestInfo, iso_utc
+from gophergem.mcp.server import batch_result, tool_result, wait_for
+from gophergem.results import FetchFailure, iso_utc
 from gophergem.trust import Identity, Pin
 from gophergem.trust import operations as ops
 
@@ -182,16 +181,8 @@ def _confirmed(answer: Any) -> bool:
     return False
 
 
-def _result(data: dict[str, Any], *, error: bool | None = None) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=compact_text(data))],
-        structured_content=data,
-        is_error=data.get("kind") == "error" if error is None else error,
-    )
-
-
 def _tool_error(error: GophergemError) -> CallToolResult:
-    return _result({"kind": "error", "error": error.fields()})
+    return tool_result({"kind": "error", "error": error.fields()})
 
 
 def _pin_entry(pin: Pin, now: float) -> dict[str, Any]:
@@ -222,7 +213,7 @@ def _identity_entry(identity: Identity, now: float) -> dict[str, Any]:
 
 def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     """Register the six Gemini tools on C{server}, bound to C{fetcher}."""
-    from gophergem.mcp.server import wait_for
+    from gophergem.mcp.server import tool_result
 
     pipeline = fetcher.gemini_pipeline
     assert pipeline is not None, "the fetcher was built without Gemini"
@@ -297,7 +288,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
                         "retry this host unless they change their mind.",
                     ),
                 )
-        return _result(payload(result))
+        return tool_result(payload(result))
 
     @server.tool(
         name="gemini_batch_fetch",
@@ -310,16 +301,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         refresh: Annotated[bool, Field(description="Fetch afresh, not from the cache.")] = False,
     ) -> Annotated[CallToolResult, GeminiBatchPayload]:
         """Fetch a batch of Gemini URLs through the shared fetcher."""
-        try:
-            results = await wait_for(fetcher.gemini_batch(urls, refresh=refresh))
-        except GophergemError as error:
-            refused = error_payload(GeminiRequestInfo(url=""), error)["error"]
-            return CallToolResult(
-                content=[TextContent(type="text", text=compact_text({"error": refused}))],
-                structured_content={"result": [], "error": refused},
-                is_error=True,
-            )
-        return _result({"result": [payload(r) for r in results]}, error=False)
+        return await batch_result(lambda: fetcher.gemini_batch(urls, refresh=refresh))
 
     # --- trust ------------------------------------------------------------------
 
@@ -338,7 +320,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         except GophergemError as error:
             return _tool_error(error)
         now = clock.seconds()
-        return _result({"kind": "trust_list", "entries": [_pin_entry(p, now) for p in pins]})
+        return tool_result({"kind": "trust_list", "entries": [_pin_entry(p, now) for p in pins]})
 
     async def confirm_trust_update(
         host: Any, action: Any, fingerprint: Any, port: Any, ctx: Context[Any, Any]
@@ -384,7 +366,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
                 pin = ops.pin_fingerprint(pipeline.pins, host, port, fingerprint, clock.seconds())
         except GophergemError as error:
             return _tool_error(error)
-        return _result(
+        return tool_result(
             {
                 "kind": "trust_update",
                 "action": action,
@@ -411,7 +393,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         except GophergemError as error:
             return _tool_error(error)
         now = clock.seconds()
-        return _result(
+        return tool_result(
             {"kind": "client_cert_list", "entries": [_identity_entry(i, now) for i in identities]}
         )
 
@@ -454,7 +436,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
                 identity = ops.remove_identity(pipeline.identities, url, fingerprint)
         except GophergemError as error:
             return _tool_error(error)
-        return _result(
+        return tool_result(
             {
                 "kind": "client_cert_update",
                 "action": action,

@@ -12,6 +12,7 @@ text block.  No tool raises: every failure is a result of kind C{error}.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -26,12 +27,10 @@ from gophergem.mcp.results import (
     BatchPayload,
     GopherPayload,
     compact_text,
-    error_payload,
     payload,
 )
-from gophergem.results import RequestInfo
 
-__all__ = ["INSTRUCTIONS", "build_server", "wait_for"]
+__all__ = ["INSTRUCTIONS", "batch_result", "build_server", "tool_result", "wait_for"]
 
 INSTRUCTIONS = """\
 gophergem fetches gopher:// and gemini:// resources for you. Rules:
@@ -74,12 +73,34 @@ async def wait_for(d: Deferred[Any]) -> Any:
     return await d.asFuture(asyncio.get_running_loop())
 
 
-def _single(data: dict[str, Any]) -> CallToolResult:
+def tool_result(data: dict[str, Any], *, error: bool | None = None) -> CallToolResult:
+    """
+    A tool result: C{data} as structured content and as the compact text
+    block; an error when C{data} is of kind error (unless C{error} says).
+    """
     return CallToolResult(
         content=[TextContent(type="text", text=compact_text(data))],
         structured_content=data,
-        is_error=data["kind"] == "error",
+        is_error=data.get("kind") == "error" if error is None else error,
     )
+
+
+async def batch_result(start: Callable[[], Deferred[list[Any]]]) -> CallToolResult:
+    """
+    Run a batch fetch: C{{"result": [...]}} in input order, never an error;
+    or, when the batch itself is refused (empty, too long), C{isError} with
+    the reason under C{error}.
+    """
+    try:
+        results = await wait_for(start())
+    except GophergemError as error:
+        refused = error.fields()
+        return CallToolResult(
+            content=[TextContent(type="text", text=compact_text({"error": refused}))],
+            structured_content={"result": [], "error": refused},
+            is_error=True,
+        )
+    return tool_result({"result": [payload(r) for r in results]}, error=False)
 
 
 def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]:
@@ -110,7 +131,7 @@ def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]
     ) -> Annotated[CallToolResult, GopherPayload]:
         """Fetch one Gopher URL through the shared fetcher."""
         result = await wait_for(fetcher.gopher(url, search=search, offset=offset, refresh=refresh))
-        return _single(payload(result))
+        return tool_result(payload(result))
 
     @server.tool(
         name="gopher_batch_fetch",
@@ -125,20 +146,7 @@ def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]
         refresh: Annotated[bool, Field(description=_REFRESH)] = False,
     ) -> Annotated[CallToolResult, BatchPayload]:
         """Fetch a batch of Gopher URLs through the shared fetcher."""
-        try:
-            results = await wait_for(fetcher.gopher_batch(urls, refresh=refresh))
-        except GophergemError as error:
-            refused = error_payload(RequestInfo(url=""), error)["error"]
-            return CallToolResult(
-                content=[TextContent(type="text", text=compact_text({"error": refused}))],
-                structured_content={"result": [], "error": refused},
-                is_error=True,
-            )
-        data = {"result": [payload(r) for r in results]}
-        return CallToolResult(
-            content=[TextContent(type="text", text=compact_text(data))],
-            structured_content=data,
-        )
+        return await batch_result(lambda: fetcher.gopher_batch(urls, refresh=refresh))
 
     if fetcher.gemini_pipeline is not None:
         from gophergem.mcp.gemini_tools import add_gemini_tools
