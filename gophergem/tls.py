@@ -10,11 +10,11 @@ presents is pinned and every later handshake is checked against the pin.
     reissue, changed key, not yet valid, expired.
   - L{GeminiTLSCreator} is an C{IOpenSSLClientConnectionCreator}: TLS 1.2 or
     later, SNI with the host name, a client certificate when an identity
-    covers the request, a verify callback that accepts self-signed
-    certificates, and an info callback that runs L{decide} when the
-    handshake completes and aborts the connection on a refusal, before any
-    request byte is sent.  Both callbacks fail closed: an exception in them
-    aborts the handshake.
+    covers the request, and a verify callback that ignores the chain (Gemini
+    certificates are self-signed) but runs L{decide} on the leaf as soon as
+    it arrives, aborting the handshake on a refusal: before the client sends
+    its own certificate and before any request byte.  Both callbacks fail
+    closed: an exception in them aborts the handshake.
 """
 
 from __future__ import annotations
@@ -314,9 +314,9 @@ class GeminiTLSCreator:
 
     @ivar host: The host name (for SNI and the decision; never an address
         the connection was dialled at).
-    @ivar judge: Called with a L{PresentedCertificate} when the handshake
-        completes; returns a L{TrustDecision}.  A refusal aborts the
-        connection.
+    @ivar judge: Called with a L{PresentedCertificate} when the server's
+        certificate arrives; returns a L{TrustDecision}.  A refusal aborts
+        the handshake.
     @ivar credentials: C{(certificate_pem, key_pem)} of the client identity
         to present, if any.
     @ivar decision: The decision made, once the handshake has completed.
@@ -348,21 +348,26 @@ class GeminiTLSCreator:
             connection.set_tlsext_host_name(self.host.encode("ascii"))
         return connection
 
-    @staticmethod
-    def _verify(connection: SSL.Connection, cert: Any, errno: int, depth: int, ok: int) -> bool:
-        # Self-signed certificates are the norm in Gemini: the chain is never
-        # judged here; trust is decided on the leaf when the handshake is done.
+    def _verify(
+        self, connection: SSL.Connection, cert: Any, errno: int, depth: int, ok: int
+    ) -> bool:
+        # Self-signed certificates are the norm in Gemini, so OpenSSL's own
+        # verdict on the chain is ignored.  The leaf (depth 0) is judged here,
+        # as soon as it arrives: before the client sends a certificate of its
+        # own, so a refused server never sees the user's identity.
+        if depth != 0:
+            return True
+        if self.decision is None:
+            presented = PresentedCertificate.from_cryptography(cert.to_cryptography(), self.host)
+            self.decision = self.judge(presented)
+        if self.decision.refusal is not None:
+            raise self.decision.refusal
         return True
 
     def _info(self, connection: SSL.Connection, where: int, ret: int) -> None:
-        if not where & SSL.SSL_CB_HANDSHAKE_DONE or self.decision is not None:
+        if not where & SSL.SSL_CB_HANDSHAKE_DONE:
             return
-        leaf = connection.get_peer_certificate(as_cryptography=True)
-        if leaf is None:
-            raise CertificateUnverified(message="The server presented no certificate.")
-        decision = self.judge(PresentedCertificate.from_cryptography(leaf, self.host))
-        self.decision = decision
+        if self.decision is None:
+            raise CertificateUnverified(message="The server's certificate was never checked.")
         self.tls_version = connection.get_protocol_version_name()
         self.cipher = connection.get_cipher_name()
-        if decision.refusal is not None:
-            raise decision.refusal

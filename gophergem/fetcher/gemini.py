@@ -52,7 +52,7 @@ from gophergem.results import (
     Window,
     iso_utc,
 )
-from gophergem.tls import GeminiTLSCreator, PresentedCertificate, TrustDecision, decide
+from gophergem.tls import GeminiTLSCreator, PresentedCertificate, TrustDecision, Verdict, decide
 from gophergem.trust import Pin
 from gophergem.url import GeminiURL, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
@@ -284,8 +284,17 @@ class GeminiPipeline:
 
         def commit() -> None:
             decision = creator.decision
-            if decision is not None and decision.pin is not None and pins is not None:
-                pins.put(decision.pin)
+            if decision is None or decision.pin is None or pins is None:
+                return
+            if decision.verdict is Verdict.FIRST_USE:
+                # Another process sharing the store may have pinned this host
+                # since the handshake began: decide again against its pin.
+                current = pins.get(url.host, url.port)
+                if current is not None:
+                    again = judge(decision.presented)
+                    if again.refusal is not None:
+                        raise again.refusal
+            pins.put(decision.pin)
 
         factory = GeminiClientFactory(url.request_line(), limit or config.max_response_size, commit)
         await self.connector.connect(url.host, url.port, factory, tls=creator)
