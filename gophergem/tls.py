@@ -26,8 +26,12 @@ from typing import Any
 
 import attrs
 from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-from OpenSSL import SSL, crypto
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    PublicFormat,
+    load_pem_private_key,
+)
+from OpenSSL import SSL
 from service_identity.cryptography import (
     verify_certificate_hostname,
     verify_certificate_ip_address,
@@ -336,8 +340,8 @@ class GeminiTLSCreator:
         context.set_info_callback(_fail_closed(self._info))
         if self.credentials is not None:
             cert_pem, key_pem = self.credentials
-            context.use_certificate(crypto.load_certificate(crypto.FILETYPE_PEM, cert_pem))
-            context.use_privatekey(crypto.load_privatekey(crypto.FILETYPE_PEM, key_pem))
+            context.use_certificate(x509.load_pem_x509_certificate(cert_pem))
+            context.use_privatekey(load_pem_private_key(key_pem, password=None))
         return context
 
     def clientConnectionForTLS(self, tlsProtocol: Any) -> SSL.Connection:

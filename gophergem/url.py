@@ -124,11 +124,13 @@ def parse_host(authority: str, default_port: int, scheme: str) -> tuple[str, int
             if not rest.startswith(":"):
                 raise InvalidRequest(message="Unexpected text after the IPv6 host.")
             port_text = rest[1:]
+        address, percent, zone = host.partition("%")
         try:
-            ipaddress.IPv6Address(host.partition("%")[0])
+            canonical = str(ipaddress.IPv6Address(address))
         except ValueError:
             raise InvalidRequest(message="The IPv6 host in the URL is malformed.") from None
-        host = host.lower()
+        # One spelling per address, so pins and cache keys cannot be doubled.
+        host = canonical + percent + zone.lower()
     else:
         host, sep, port_text = authority.rpartition(":")
         if not sep:

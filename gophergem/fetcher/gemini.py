@@ -363,7 +363,9 @@ class GeminiPipeline:
             target = meta.strip()
             if not target:
                 raise InvalidRedirect(message="The server redirected without naming a target.")
-            new_url = sanitise_line(url.resolve(target))
+            # Resolved against the URL without its query: the query may be a
+            # secret answer, and "#x" or "" would carry it into the result.
+            new_url = sanitise_line(url.without_query().resolve(target))
             scheme = scheme_of(new_url) or "gemini"
             try:
                 cross_host = GeminiURL.from_text(new_url).host != url.host
@@ -519,9 +521,10 @@ class GeminiPipeline:
     @staticmethod
     def _parse_window(url: GeminiURL, text: str, offset: int, chunk: str) -> Any:
         """Parse one window, carrying the preformatted state from before it."""
+        base = url.without_query()  # links must not carry a (possibly secret) query
         before = text[:offset]
         toggles = sum(1 for line in before.split("\n") if line.startswith("```"))
         if toggles % 2:
-            document = parse_gemtext("```\n" + chunk, url)
+            document = parse_gemtext("```\n" + chunk, base)
             return attrs.evolve(document, lines=document.lines[1:])
-        return parse_gemtext(chunk, url)
+        return parse_gemtext(chunk, base)

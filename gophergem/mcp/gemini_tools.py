@@ -33,6 +33,7 @@ from gophergem.mcp.server import batch_result, tool_result, wait_for
 from gophergem.results import FetchFailure, iso_utc
 from gophergem.trust import Identity, Pin
 from gophergem.trust import operations as ops
+from gophergem.url import GEMINI_DEFAULT_PORT, format_host
 
 __all__ = ["add_gemini_tools"]
 
@@ -172,13 +173,25 @@ def _can_ask(ctx: Context[Any, Any]) -> bool:
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
+def _asked(answer: Any) -> bool:
+    """Whether the user was asked at all (a resolver returning None asks nobody)."""
+    return not (isinstance(answer, AcceptedElicitation) and answer.data is None) and (
+        answer is not None
+    )
+
+
 def _confirmed(answer: Any) -> bool:
-    """True when nobody was asked (None) or the user said yes."""
-    if answer is None:
-        return True
-    if isinstance(answer, AcceptedElicitation):
-        return answer.data is None or bool(getattr(answer.data, "confirm", False))
-    return False
+    """Whether the user said yes; C{False} when they declined or cancelled."""
+    return (
+        isinstance(answer, AcceptedElicitation)
+        and isinstance(answer.data, Consent)
+        and answer.data.confirm
+    )
+
+
+def _may_proceed(answer: Any) -> bool:
+    """For the update tools: go ahead when nobody could be asked, or the user said yes."""
+    return not _asked(answer) or _confirmed(answer)
 
 
 def _tool_error(error: GophergemError) -> CallToolResult:
@@ -198,7 +211,7 @@ def _pin_entry(pin: Pin, now: float) -> dict[str, Any]:
 
 
 def _identity_entry(identity: Identity, now: float) -> dict[str, Any]:
-    authority = identity.host if identity.port == 1965 else f"{identity.host}:{identity.port}"
+    authority = format_host(identity.host, identity.port, GEMINI_DEFAULT_PORT)
     return {
         "url": f"gemini://{authority}{identity.path}",
         "host": identity.host,
@@ -267,19 +280,19 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         ] = 0,
         refresh: Annotated[bool, Field(description="Fetch afresh, not from the cache.")] = False,
         result: Annotated[Any, Resolve(fetched)] = None,
-        consent: Annotated[ElicitationResult[Consent] | None, Resolve(trust_new_key)] = None,
+        consent: Annotated[ElicitationResult[Consent], Resolve(trust_new_key)] = None,
     ) -> Annotated[CallToolResult, GeminiPayload]:
         """Fetch one Gemini URL through the shared fetcher."""
         if isinstance(result, FetchFailure) and isinstance(result.error, CertificateChanged):
             error = result.error
-            if consent is not None and _confirmed(consent) and error.presented is not None:
+            if _confirmed(consent) and error.presented is not None:
                 pipeline.trust_presented(
                     result.request_info.host, result.request_info.port, error.presented
                 )
                 result = await wait_for(
                     fetcher.gemini(url, input=input, offset=offset, refresh=refresh)
                 )
-            elif consent is not None:
+            elif _asked(consent):
                 result = FetchFailure(
                     request_info=result.request_info,
                     error=attrs.evolve(
@@ -354,10 +367,10 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
             ),
         ],
         port: Annotated[int, Field(description="The port (1965 by default).")] = 1965,
-        consent: Annotated[ElicitationResult[Consent] | None, Resolve(confirm_trust_update)] = None,
+        consent: Annotated[ElicitationResult[Consent], Resolve(confirm_trust_update)] = None,
     ) -> Annotated[CallToolResult, TrustUpdateResult]:
         """Remove or set a pin, after asking the user when the client can be asked."""
-        if not _confirmed(consent):
+        if not _may_proceed(consent):
             return _tool_error(UserDeclined(message="The user declined; nothing was changed."))
         try:
             if action == "remove":
@@ -423,10 +436,10 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         fingerprint: Annotated[
             str | None, Field(description="The identity's fingerprint (required for remove).")
         ] = None,
-        consent: Annotated[ElicitationResult[Consent] | None, Resolve(confirm_cert_update)] = None,
+        consent: Annotated[ElicitationResult[Consent], Resolve(confirm_cert_update)] = None,
     ) -> Annotated[CallToolResult, ClientCertUpdateResult]:
         """Create or remove an identity, after asking the user when the client can be asked."""
-        if not _confirmed(consent):
+        if not _may_proceed(consent):
             return _tool_error(UserDeclined(message="The user declined; nothing was changed."))
         now = clock.seconds()
         try:

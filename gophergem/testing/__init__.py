@@ -211,12 +211,14 @@ class ServerTLS:
     key_pem: bytes
 
     def getContext(self) -> Any:
-        from OpenSSL import SSL, crypto
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+        from OpenSSL import SSL
 
         context = SSL.Context(SSL.TLS_SERVER_METHOD)
         context.set_min_proto_version(SSL.TLS1_2_VERSION)
-        context.use_certificate(crypto.load_certificate(crypto.FILETYPE_PEM, self.certificate_pem))
-        context.use_privatekey(crypto.load_privatekey(crypto.FILETYPE_PEM, self.key_pem))
+        context.use_certificate(x509.load_pem_x509_certificate(self.certificate_pem))
+        context.use_privatekey(load_pem_private_key(self.key_pem, password=None))
         context.set_verify(SSL.VERIFY_PEER, lambda *args: True)
         context.set_session_id(b"gophergem-testing")
         return context

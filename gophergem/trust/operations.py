@@ -40,7 +40,12 @@ def check_host(host: Any, port: Any = GEMINI_DEFAULT_PORT) -> tuple[str, int]:
         raise InvalidRequest(message="host must be one host name (no wildcards).")
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise InvalidRequest(message="port must be a number from 1 to 65535.")
-    name, _ = parse_host(host.strip(), port, "gemini")
+    text = host.strip()
+    if text.count(":") > 1 and not text.startswith("["):
+        text = f"[{text}]"  # a bare IPv6 address
+    name, written_port = parse_host(text, 0, "gemini")
+    if written_port:
+        raise InvalidRequest(message="Give the port in the port argument, not in host.")
     return name, port
 
 

@@ -1,0 +1,253 @@
+"""
+Tests for L{gophergem.client.gemini}: the thin protocol on a
+C{StringTransport}, then over real TLS in memory (iosim) for what only TLS
+can show: a body ended with and without close_notify.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from OpenSSL import SSL
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.error import ConnectionDone, ConnectionLost
+from twisted.internet.protocol import Protocol
+from twisted.internet.testing import StringTransport
+from twisted.python.failure import Failure
+
+from gophergem.client.gemini import GeminiClientFactory, GeminiClientProtocol, GeminiResponse
+from gophergem.errors import (
+    CertificateStoreUnavailable,
+    GophergemError,
+    InvalidStatus,
+    ProtocolError,
+    TLSError,
+)
+from gophergem.testing import EPOCH, ServerTLS, make_certificate
+from gophergem.tls import GeminiTLSCreator, decide
+from gophergem.wire.gemini import ResponseHeader
+from tests.test_tls import tls_loopback
+
+REQUEST = b"gemini://localhost/\r\n"
+
+
+def connected(limit: int = 1000, on_handshake: Any = None) -> tuple[GeminiClientProtocol, Any]:
+    protocol = GeminiClientProtocol(REQUEST, limit, on_handshake or (lambda: None))
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    return protocol, transport
+
+
+def outcome(d: Deferred[Any]) -> Any:
+    box: list[Any] = []
+    d.addBoth(box.append)
+    assert box, "the Deferred has not fired"
+    return box[0]
+
+
+def test_request_written_after_handshake() -> None:
+    """Nothing is written before the handshake; then exactly the request line, once."""
+    protocol, transport = connected()
+    assert transport.value() == b""
+    protocol.handshakeCompleted()
+    assert transport.value() == REQUEST
+
+
+def test_commit_failure_sends_nothing() -> None:
+    """When the handshake hook refuses, nothing is written and that error is the outcome."""
+    error = CertificateStoreUnavailable(message="locked")
+
+    def refuse() -> None:
+        raise error
+
+    protocol, transport = connected(on_handshake=refuse)
+    protocol.handshakeCompleted()
+    assert transport.value() == b"" and transport.disconnected
+    protocol.connectionLost(Failure(ConnectionDone()))
+    assert outcome(protocol.finished).value is error
+
+
+def test_response_in_single_bytes() -> None:
+    """A response dribbled one byte at a time is parsed into header and body."""
+    protocol, _ = connected()
+    protocol.handshakeCompleted()
+    for byte in b"20 text/gemini\r\n# Hi\n":
+        protocol.dataReceived(bytes([byte]))
+    protocol.connectionLost(Failure(ConnectionDone()))
+    response = outcome(protocol.finished)
+    assert response == GeminiResponse(
+        ResponseHeader(20, "text/gemini"), b"# Hi\n", overflowed=False, clean=True
+    )
+
+
+def test_body_with_header_in_one_chunk() -> None:
+    """Body bytes that arrive with the header are kept."""
+    protocol, _ = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/plain\r\nabc")
+    protocol.dataReceived(b"def")
+    protocol.connectionLost(Failure(ConnectionDone()))
+    assert outcome(protocol.finished).body == b"abcdef"
+
+
+def test_body_cap_cuts_connection() -> None:
+    """A body beyond the cap is cut there, marked overflowed, and the connection aborted."""
+    protocol, transport = connected(limit=4)
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/plain\r\n0123456789")
+    assert transport.disconnected
+    protocol.connectionLost(Failure(ConnectionLost()))
+    response = outcome(protocol.finished)
+    assert (response.body, response.overflowed) == (b"0123", True)
+
+
+def test_body_exactly_at_cap_is_not_overflowed() -> None:
+    """A body of exactly the cap is whole, not overflowed."""
+    protocol, transport = connected(limit=4)
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/plain\r\n0123")
+    assert not transport.disconnected
+    protocol.connectionLost(Failure(ConnectionDone()))
+    assert outcome(protocol.finished).overflowed is False
+
+
+@pytest.mark.parametrize(
+    ("reason", "clean"),
+    [(ConnectionDone(), True), (ConnectionLost(), False), (SSL.Error([]), False)],
+    ids=["close_notify", "tcp-drop", "tls-error"],
+)
+def test_clean_records_how_the_body_ended(reason: Exception, clean: bool) -> None:
+    """Only an orderly close counts as clean; a dropped or failed connection does not."""
+    protocol, _ = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/gemini\r\n# Hi\n")
+    protocol.connectionLost(Failure(reason))
+    assert outcome(protocol.finished).clean is clean
+
+
+@pytest.mark.parametrize(
+    ("header", "error"),
+    [
+        (b"200 text/gemini\r\n", ProtocolError),
+        (b"20 text/gemini\n", ProtocolError),
+        (b"99 nope\r\n", InvalidStatus),
+        (b"20 " + b"m" * 1100, ProtocolError),
+    ],
+    ids=["three-digits", "bare-lf", "out-of-range", "too-long"],
+)
+def test_bad_header_fails_and_aborts(header: bytes, error: type[GophergemError]) -> None:
+    """A malformed header aborts the connection and the outcome is its coded error."""
+    protocol, transport = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(header)
+    assert transport.disconnected
+    protocol.dataReceived(b"more junk\r\n")  # ignored after the failure
+    protocol.connectionLost(Failure(ConnectionLost()))
+    assert outcome(protocol.finished).check(error)
+
+
+def test_close_without_header_is_protocol_error() -> None:
+    """A connection closed after the handshake with no header is PROTOCOL_ERROR."""
+    protocol, _ = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/gem")
+    protocol.connectionLost(Failure(ConnectionDone()))
+    assert outcome(protocol.finished).check(ProtocolError)
+
+
+def test_close_before_handshake_is_tls_error() -> None:
+    """A connection lost during the handshake is TLS_ERROR, naming OpenSSL's reason."""
+    protocol, transport = connected()
+    reason = SSL.Error([("SSL routines", "", "tlsv1 alert protocol version")])
+    protocol.connectionLost(Failure(reason))
+    failure = outcome(protocol.finished)
+    assert failure.check(TLSError)
+    assert "protocol version" in failure.value.message
+    assert transport.value() == b""
+
+
+def test_refusal_from_handshake_is_passed_through() -> None:
+    """A coded refusal that ended the handshake is the outcome as it is."""
+    protocol, _ = connected()
+    error = CertificateStoreUnavailable(message="locked")
+    protocol.connectionLost(Failure(error))
+    assert outcome(protocol.finished).value is error
+
+
+def test_cancel_aborts() -> None:
+    """Cancelling the outcome aborts the connection."""
+    protocol, transport = connected()
+    protocol.finished.cancel()
+    assert transport.disconnected
+    assert outcome(protocol.finished).check(CancelledError)
+
+
+def test_fires_once() -> None:
+    """A second connectionLost does not fire the outcome again."""
+    protocol, _ = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"51 gone\r\n")
+    protocol.connectionLost(Failure(ConnectionDone()))
+    protocol.connectionLost(Failure(ConnectionDone()))
+    assert outcome(protocol.finished).header.status == 51
+
+
+def test_factory_builds_its_one_protocol() -> None:
+    """The factory hands out its single protocol instance and is quiet."""
+    factory = GeminiClientFactory(REQUEST, 10, lambda: None)
+    assert factory.buildProtocol(None) is factory.protocol_instance
+    assert factory.noisy is False
+
+
+# --- over real TLS in memory ---------------------------------------------------------
+
+
+class GeminiServerProbe(Protocol):
+    """Answers the request line with C{response}; ends as C{ending} says."""
+
+    response = b"20 text/gemini\r\n# Hi\n"
+
+    def __init__(self, ending: str) -> None:
+        self.ending = ending
+        self.received = b""
+
+    def dataReceived(self, data: bytes) -> None:
+        self.received += data
+        if not self.received.endswith(b"\r\n"):
+            return
+        self.transport.write(self.response)
+        if self.ending == "close_notify":
+            self.transport.loseConnection()
+
+
+def exchange(ending: str) -> tuple[GeminiResponse | Failure, bytes]:
+    """Run one request over TLS; end the response as C{ending} says."""
+    factory = GeminiClientFactory(REQUEST, 1000, lambda: None)
+    creator = GeminiTLSCreator(
+        "localhost", lambda cert: decide("localhost", 1965, None, cert, EPOCH)
+    )
+    tls = ServerTLS(*make_certificate(now=EPOCH))
+    probe = GeminiServerProbe(ending)
+    client, server, pump = tls_loopback(creator, tls, factory.protocol_instance, probe)
+    if ending == "tcp-drop":
+        server.transport.transport.loseConnection()  # under TLS: no close_notify
+        for _ in range(100):
+            if not pump.pump():
+                break
+    return outcome(client.finished), server.received
+
+
+def test_tls_close_notify_is_clean() -> None:
+    """Over TLS, a body ended with close_notify is clean and the request was the URL + CRLF."""
+    response, sent = exchange("close_notify")
+    assert isinstance(response, GeminiResponse)
+    assert (response.body, response.clean) == (b"# Hi\n", True)
+    assert sent == REQUEST
+
+
+def test_tls_drop_without_close_notify_is_not_clean() -> None:
+    """Over TLS, a body cut by a TCP close without close_notify is reported as not clean."""
+    response, _ = exchange("tcp-drop")
+    assert isinstance(response, GeminiResponse)
+    assert (response.body, response.clean) == (b"# Hi\n", False)

@@ -1,0 +1,309 @@
+"""
+Tests for L{gophergem.trust.operations}: the interlocks of the trust and
+identity tools, run directly on the stores (memory, and the file stores in a
+temporary directory, which must behave the same).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gophergem.errors import (
+    CertificateExists,
+    ClientCertsDisabled,
+    FingerprintMismatch,
+    GophergemError,
+    InvalidRequest,
+    TofuDisabled,
+)
+from gophergem.testing import EPOCH
+from gophergem.trust import Identity, Pin
+from gophergem.trust import operations as ops
+from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
+from gophergem.trust.pins import FilePinStore, MemoryPinStore
+from gophergem.url import GeminiURL
+
+FP = "sha256:" + "ab" * 32
+OTHER = "sha256:" + "cd" * 32
+
+
+def a_pin(host: str = "capsule.example", port: int = 1965, fingerprint: str = FP) -> Pin:
+    return Pin(
+        host=host,
+        port=port,
+        fingerprint=fingerprint,
+        spki="sha256:" + "ee" * 32,
+        first_seen=EPOCH - 100,
+        last_seen=EPOCH - 10,
+        not_before=EPOCH - 1000,
+        expires=EPOCH + 1000,
+    )
+
+
+@pytest.fixture(params=["memory", "file"])
+def pins(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        return MemoryPinStore()
+    return FilePinStore(tmp_path / "tofu.json")
+
+
+@pytest.fixture(params=["memory", "file"])
+def identities(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        return MemoryIdentityStore()
+    return FileIdentityStore(tmp_path / "identities")
+
+
+# --- hosts ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("capsule.example", 1965, ("capsule.example", 1965)),
+        ("  CAPSULE.Example ", 1966, ("capsule.example", 1966)),
+        ("B\u00fccher.example", 1965, ("xn--bcher-kva.example", 1965)),
+        ("[2001:db8::1]", 1965, ("2001:db8::1", 1965)),
+    ],
+)
+def test_check_host_normalises(host: str, port: int, expected: tuple[str, int]) -> None:
+    """Host names are lower-cased, IDNA-encoded and unbracketed, as URLs spell them."""
+    assert ops.check_host(host, port) == expected
+
+
+@pytest.mark.parametrize(
+    ("host", "port"),
+    [
+        ("*.capsule.example", 1965),
+        ("*", 1965),
+        ("", 1965),
+        ("   ", 1965),
+        ("two words", 1965),
+        (None, 1965),
+        ("capsule.example", 0),
+        ("capsule.example", 65536),
+        ("capsule.example", True),
+        ("capsule.example", "1965"),
+    ],
+)
+def test_check_host_refuses(host: Any, port: Any) -> None:
+    """Wildcards, empty or malformed hosts and ports outside 1-65535 are INVALID_REQUEST."""
+    with pytest.raises(InvalidRequest):
+        ops.check_host(host, port)
+
+
+def test_check_host_ipv6_matches_url_spelling() -> None:
+    """A bracketed IPv6 host is spelled the way a fetch of the same address keys its pin."""
+    assert ops.check_host("[0:0::1]")[0] == GeminiURL.from_text("gemini://[0:0::1]/").host
+
+
+def test_check_host_with_port_not_silently_redirected() -> None:
+    """A host argument carrying its own port is refused rather than acted on at another port."""
+    with pytest.raises(InvalidRequest):
+        ops.check_host("localhost:1966", 1965)
+
+
+# --- pins --------------------------------------------------------------------------------
+
+
+def test_list_pins_all_and_by_host(pins: Any) -> None:
+    """list_pins returns every pin, or those of one host however it is spelled."""
+    pins.put(a_pin())
+    pins.put(a_pin(port=1966))
+    pins.put(a_pin(host="other.example"))
+    assert len(ops.list_pins(pins)) == 3
+    assert [p.port for p in ops.list_pins(pins, "CAPSULE.example")] == [1965, 1966]
+    with pytest.raises(InvalidRequest):
+        ops.list_pins(pins, "*.example")
+
+
+def test_pin_operations_need_a_store() -> None:
+    """Without a pin store (TOFU off) every pin operation is TOFU_DISABLED."""
+    with pytest.raises(TofuDisabled):
+        ops.list_pins(None)
+    with pytest.raises(TofuDisabled):
+        ops.remove_pin(None, "capsule.example", 1965, FP)
+    with pytest.raises(TofuDisabled):
+        ops.pin_fingerprint(None, "capsule.example", 1965, FP, EPOCH)
+
+
+def test_remove_pin_with_no_pin_is_mismatch(pins: Any) -> None:
+    """Removing a pin that does not exist is FINGERPRINT_MISMATCH."""
+    with pytest.raises(FingerprintMismatch):
+        ops.remove_pin(pins, "capsule.example", 1965, FP)
+
+
+def test_remove_pin_wrong_fingerprint_changes_nothing(pins: Any) -> None:
+    """Another fingerprint than the pinned one is FINGERPRINT_MISMATCH naming the pin."""
+    pins.put(a_pin())
+    with pytest.raises(FingerprintMismatch) as caught:
+        ops.remove_pin(pins, "capsule.example", 1965, OTHER)
+    assert FP in caught.value.message and caught.value.next_step
+    assert pins.all() == [a_pin()]
+
+
+def test_remove_pin_on_other_port_changes_nothing(pins: Any) -> None:
+    """The right fingerprint on the wrong port is FINGERPRINT_MISMATCH; nothing changes."""
+    pins.put(a_pin())
+    with pytest.raises(FingerprintMismatch):
+        ops.remove_pin(pins, "capsule.example", 1966, FP)
+    assert pins.all() == [a_pin()]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [FP, FP.upper(), FP.removeprefix("sha256:"), ":".join(["AB"] * 32)],
+)
+def test_remove_pin_by_any_spelling(pins: Any, spelling: str) -> None:
+    """The pinned fingerprint in any accepted spelling removes the pin and returns it."""
+    pins.put(a_pin())
+    pins.put(a_pin(host="other.example"))
+    assert ops.remove_pin(pins, "Capsule.Example", 1965, spelling) == a_pin()
+    assert pins.all() == [a_pin(host="other.example")]
+
+
+@pytest.mark.parametrize("junk", ["", "abc", "sha1:" + "ab" * 32, None, 42])
+def test_remove_pin_junk_fingerprint_refused(pins: Any, junk: Any) -> None:
+    """A malformed fingerprint is INVALID_REQUEST and nothing changes."""
+    pins.put(a_pin())
+    with pytest.raises(InvalidRequest):
+        ops.remove_pin(pins, "capsule.example", 1965, junk)
+    assert pins.all() == [a_pin()]
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(max_size=80))
+def test_remove_pin_only_by_the_pinned_fingerprint(text: str) -> None:
+    """Whatever text is given, the pin goes only when it spells the pinned fingerprint."""
+    store = MemoryPinStore()
+    store.put(a_pin())
+    try:
+        ops.remove_pin(store, "capsule.example", 1965, text)
+    except GophergemError as error:
+        assert error.code in ("INVALID_REQUEST", "FINGERPRINT_MISMATCH")
+        assert store.all() == [a_pin()]
+    else:
+        assert store.all() == []
+
+
+def test_pin_fingerprint_replaces(pins: Any) -> None:
+    """pin replaces any pin with the given fingerprint, its key and dates left to learn."""
+    pins.put(a_pin())
+    pin = ops.pin_fingerprint(pins, "CAPSULE.example", 1965, OTHER.upper(), EPOCH)
+    assert pin == Pin(
+        host="capsule.example",
+        port=1965,
+        fingerprint=OTHER,
+        spki="",
+        first_seen=EPOCH,
+        last_seen=EPOCH,
+        not_before=0.0,
+        expires=0.0,
+    )
+    assert pins.all() == [pin]
+
+
+@pytest.mark.parametrize(
+    ("host", "fingerprint"),
+    [("*.capsule.example", FP), ("capsule.example", "not a fingerprint")],
+)
+def test_pin_fingerprint_refuses_wildcards_and_junk(pins: Any, host: str, fingerprint: str) -> None:
+    """pin refuses wildcard hosts and malformed fingerprints; nothing changes."""
+    pins.put(a_pin())
+    with pytest.raises(InvalidRequest):
+        ops.pin_fingerprint(pins, host, 1965, fingerprint, EPOCH)
+    assert pins.all() == [a_pin()]
+
+
+# --- identities ------------------------------------------------------------------------
+
+
+def test_identity_operations_need_a_store() -> None:
+    """Without an identity store every identity operation is CLIENT_CERTS_DISABLED."""
+    with pytest.raises(ClientCertsDisabled):
+        ops.list_identities(None)
+    with pytest.raises(ClientCertsDisabled):
+        ops.create_identity(None, "gemini://capsule.example/", EPOCH)
+    with pytest.raises(ClientCertsDisabled):
+        ops.remove_identity(None, "gemini://capsule.example/", FP)
+
+
+def test_create_identity_scope(identities: Any) -> None:
+    """create scopes an identity to the URL's host, port and path prefix ending in a slash."""
+    identity = ops.create_identity(identities, "gemini://Capsule.Example:1966/app", EPOCH)
+    assert (identity.host, identity.port, identity.path) == ("capsule.example", 1966, "/app/")
+    assert identity.fingerprint.startswith("sha256:") and len(identity.fingerprint) == 71
+    assert identity.not_before <= EPOCH < identity.not_after
+    assert identities.find("capsule.example", 1966, "/app/page") == identity
+    assert identities.find("capsule.example", 1966, "/apple") is None
+    assert identities.find("capsule.example", 1965, "/app/page") is None
+
+
+def test_create_identity_twice_is_certificate_exists(identities: Any) -> None:
+    """A second create for the same scope is CERTIFICATE_EXISTS naming the first; it is kept."""
+    first = ops.create_identity(identities, "gemini://capsule.example/app/", EPOCH)
+    with pytest.raises(CertificateExists) as caught:
+        ops.create_identity(identities, "gemini://capsule.example/app", EPOCH + 5)
+    assert first.fingerprint in caught.value.message
+    assert identities.all() == [first]
+
+
+def test_narrower_scope_beside_wider(identities: Any) -> None:
+    """An identity for /app/ may sit beside one for /; the longer scope is used inside it."""
+    whole = ops.create_identity(identities, "gemini://capsule.example/", EPOCH)
+    app = ops.create_identity(identities, "gemini://capsule.example/app/", EPOCH)
+    assert identities.find("capsule.example", 1965, "/app/x") == app
+    assert identities.find("capsule.example", 1965, "/other") == whole
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["gemini://capsule.example/app/?q", "gopher://capsule.example/", "", None, "gemini://"],
+)
+def test_create_identity_refuses_bad_scopes(identities: Any, url: Any) -> None:
+    """A scope with a query, another scheme or no host is INVALID_REQUEST; nothing is made."""
+    with pytest.raises(InvalidRequest):
+        ops.create_identity(identities, url, EPOCH)
+    assert identities.all() == []
+
+
+def test_remove_identity_needs_its_fingerprint(identities: Any) -> None:
+    """remove needs the identity's own fingerprint: none or a wrong one changes nothing."""
+    identity = ops.create_identity(identities, "gemini://capsule.example/app/", EPOCH)
+    with pytest.raises(InvalidRequest):
+        ops.remove_identity(identities, "gemini://capsule.example/app/", None)
+    with pytest.raises(FingerprintMismatch) as caught:
+        ops.remove_identity(identities, "gemini://capsule.example/app/", OTHER)
+    assert identity.fingerprint in caught.value.message
+    with pytest.raises(FingerprintMismatch):
+        ops.remove_identity(identities, "gemini://capsule.example/", identity.fingerprint)
+    assert identities.all() == [identity]
+    spelled = identity.fingerprint.removeprefix("sha256:").upper()
+    assert ops.remove_identity(identities, "gemini://capsule.example/app", spelled) == identity
+    assert identities.all() == []
+
+
+def test_list_identities_by_host_without_secrets(identities: Any) -> None:
+    """list_identities filters by host and its values carry no key or file name."""
+    mine = ops.create_identity(identities, "gemini://capsule.example/", EPOCH)
+    ops.create_identity(identities, "gemini://other.example/", EPOCH)
+    assert ops.list_identities(identities, "CAPSULE.example") == [mine]
+    assert len(ops.list_identities(identities)) == 2
+    assert {f.name for f in attrs.fields(Identity)} == {
+        "host",
+        "port",
+        "path",
+        "fingerprint",
+        "not_before",
+        "not_after",
+    }
+    with pytest.raises(InvalidRequest):
+        ops.list_identities(identities, "*")
