@@ -3,11 +3,13 @@ The "bare SDK floor" for bench_gopher.py: the smallest MCP server that gives
 the same answer gophergem gives.
 
 It is the SDK's own C{MCPServer} on the SDK's own stdio transport
-(C{MCPServer.run("stdio")}: anyio, no Twisted), with one tool,
-C{gopher_fetch(url)}, that returns a constant C{CallToolResult}: the exact
-structured content and text block gophergem returned for the benchmark menu.
-The benchmark records that answer and passes its path in C{BENCH_FLOOR_RESPONSE}
-(a JSON file: C{{"structured": ..., "text": ..., "output_schema": ...}}).
+(C{MCPServer.run("stdio")}: anyio, no Twisted), with one tool per recorded
+answer (C{gopher_fetch(url)}, C{gemini_fetch(url)}), each returning a constant
+C{CallToolResult}: the exact structured content and text block gophergem
+returned for the benchmark menu or gemtext page.  The benchmark records the
+answers and passes their path in C{BENCH_FLOOR_RESPONSE}: a JSON file
+C{{"tools": {name: {"structured": ..., "text": ..., "output_schema": ...}}}},
+or, the older form, one answer for C{gopher_fetch} at the top level.
 
 C{output_schema} (optional) is gophergem's published C{outputSchema} for the
 tool; advertising it makes the SDK client do the same C{jsonschema} check of
@@ -30,25 +32,28 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 
+_PLACEHOLDER = {"structured": {"kind": "text", "text": ""}, "text": "{}", "output_schema": None}
 
-def _load() -> dict[str, Any]:
+
+def _load() -> dict[str, dict[str, Any]]:
+    """The recorded answers, by tool name."""
     path = os.environ.get("BENCH_FLOOR_RESPONSE")
     if not path:
-        return {"structured": {"kind": "text", "text": ""}, "text": "{}", "output_schema": None}
+        return {"gopher_fetch": _PLACEHOLDER}
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        recorded = json.load(f)
+    tools: dict[str, dict[str, Any]] = recorded.get("tools", {"gopher_fetch": recorded})
+    return tools
 
 
-def build() -> MCPServer[Any]:
-    recorded = _load()
+def _add_tool(server: MCPServer[Any], name: str, recorded: dict[str, Any]) -> None:
     structured = recorded["structured"]
     text = recorded["text"]
     is_error = bool(recorded.get("is_error", False))
-    server: MCPServer[Any] = MCPServer(name="bench-floor")
 
-    @server.tool(name="gopher_fetch")
-    async def gopher_fetch(url: str) -> CallToolResult:
-        """Return the recorded gophergem answer for the benchmark menu, whatever the URL."""
+    @server.tool(name=name)
+    async def fetch(url: str) -> CallToolResult:
+        """Return the recorded gophergem answer, whatever the URL."""
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=structured,
@@ -57,7 +62,15 @@ def build() -> MCPServer[Any]:
 
     schema = recorded.get("output_schema")
     if schema is not None:
-        server._tool_manager.get_tool("gopher_fetch").fn_metadata.output_schema = schema
+        tool = server._tool_manager.get_tool(name)
+        assert tool is not None
+        tool.fn_metadata.output_schema = schema
+
+
+def build() -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer(name="bench-floor")
+    for name, recorded in _load().items():
+        _add_tool(server, name, recorded)
     return server
 
 
