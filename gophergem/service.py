@@ -3,7 +3,9 @@
 All the wiring: configuration in, a tree of Twisted services out.
 
 L{build_fetcher} assembles the fetch pipeline (resolver, address policy,
-connector, cache); L{makeService} puts the MCP endpoint on top.  This is the
+connector, cache); L{makeService} puts the MCP endpoint on top: on stdin and
+stdout, or over Streamable HTTP in a C{twisted.web} site that also serves
+C{/health} and C{/.well-known/agent.gopher} (L{build_site}).  This is the
 only module that decides which concrete providers are used; nothing binds or
 connects until a service starts.
 """
@@ -29,7 +31,19 @@ from gophergem.trust.identities import FileIdentityStore
 from gophergem.trust.paths import identity_store_dir, pin_store_path
 from gophergem.trust.pins import FilePinStore
 
-__all__ = ["StdioMCPService", "build_fetcher", "makeService", "reserve_stdout"]
+__all__ = [
+    "DEFAULT_ENDPOINT",
+    "StdioMCPService",
+    "build_fetcher",
+    "build_mcp_server",
+    "build_site",
+    "endpoint_security",
+    "makeService",
+    "reserve_stdout",
+]
+
+DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
+"""Where C{--transport http} listens unless told otherwise: loopback only."""
 
 
 def reserve_stdout() -> int:
@@ -117,6 +131,7 @@ class StdioMCPService(Service):
     reactor: Any
     stdout_fd: int = 1
     on_end: Callable[[], None] | None = None
+    config: Config | None = None
     protocol: Any = attrs.field(default=None, init=False)
 
     def startService(self) -> None:
@@ -126,7 +141,10 @@ class StdioMCPService(Service):
         from gophergem.mcp.stdio import StdioMCPProtocol
 
         super().startService()
-        server = build_server(self.fetcher)
+        if self.config is not None:
+            server = build_mcp_server(self.fetcher, self.config)
+        else:
+            server = build_server(self.fetcher)
         self.protocol = StdioMCPProtocol(server._lowlevel_server)
         StandardIO(self.protocol, stdin=0, stdout=self.stdout_fd, reactor=self.reactor)
         self.protocol.finished.addBoth(lambda _: self._ended())
@@ -138,6 +156,103 @@ class StdioMCPService(Service):
             self.reactor.stop()
 
 
+def build_mcp_server(fetcher: Fetcher, config: Config) -> Any:
+    """The SDK server with every tool, the policy resource and the prompts."""
+    from gophergem.mcp.extras import add_policy_and_prompts
+    from gophergem.mcp.server import build_server
+
+    server = build_server(fetcher)
+    add_policy_and_prompts(server, config)
+    return server
+
+
+def _strport_parts(description: str) -> tuple[str, list[str], dict[str, str]]:
+    """Split a strports description on unescaped colons: type, arguments, options."""
+    parts, current, chars = [], [], iter(description)
+    for char in chars:
+        if char == "\\":
+            current.append(next(chars, ""))
+        elif char == ":":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    kind, positional, named = parts[0].lower(), [], {}
+    for part in parts[1:]:
+        key, equals, value = part.partition("=")
+        if equals:
+            named[key] = value
+        else:
+            positional.append(part)
+    return kind, positional, named
+
+
+def _bind_facts(endpoint: str) -> tuple[bool, int | None]:
+    """Whether C{endpoint} listens on loopback only, and its fixed port if it has one."""
+    import ipaddress
+
+    kind, positional, named = _strport_parts(endpoint)
+    if kind == "unix":
+        return True, None
+    if kind not in ("tcp", "tcp6", "ssl"):
+        return False, None
+    port_text = named.get("port", positional[0] if positional else "")
+    port = int(port_text) if port_text.isdigit() and int(port_text) > 0 else None
+    interface = named.get("interface", positional[2] if len(positional) > 2 else "")
+    if interface.lower() == "localhost":
+        return True, port
+    try:
+        return ipaddress.ip_address(interface.strip("[]")).is_loopback, port
+    except ValueError:
+        return False, port
+
+
+def endpoint_security(endpoint: str, allowed_hosts: tuple[str, ...] | list[str] = ()) -> Any:
+    """
+    The DNS-rebinding protection for an HTTP endpoint.
+
+    Loopback names are accepted (on the endpoint's port when it names a
+    fixed loopback one), plus each of C{allowed_hosts}.  A bind beyond
+    loopback with no C{allowed_hosts} accepts only loopback names, which is
+    logged: clients reaching it by another name get 421.
+    """
+    from twisted.logger import Logger
+
+    from gophergem.mcp.web import transport_security
+
+    loopback, port = _bind_facts(endpoint)
+    if not loopback and not allowed_hosts:
+        Logger().warn(
+            "{endpoint} is not a loopback-only bind, but no --allowed-host was given: only "
+            "requests addressed to 127.0.0.1, localhost or [::1] will be served",
+            endpoint=endpoint,
+        )
+    return transport_security(port if loopback else None, allowed_hosts)
+
+
+def build_site(
+    server: Any, config: Config, reactor: Any, *, security: Any = None
+) -> tuple[Any, Any]:
+    """
+    The web site of the HTTP transport, and its MCP resource.
+
+    The site serves the MCP endpoint at C{/mcp}, C{/health},
+    C{/.well-known/agent.gopher} and C{/.well-known/agent/}; the resource
+    needs a L{gophergem.mcp.web.LifespanService} running beside it.
+    """
+    from twisted.web.server import Site
+
+    from gophergem.mcp.discovery import Directory, add_discovery
+    from gophergem.mcp.web import BodyCappedRequest, mcp_resource
+
+    resource = mcp_resource(server, security=security)
+    root = Directory()
+    root.putChild(b"mcp", resource)
+    add_discovery(root, server, config, mcp_path="/mcp")
+    return Site(root, requestFactory=BodyCappedRequest, reactor=reactor), resource
+
+
 def makeService(
     config: Config,
     reactor: Any = None,
@@ -145,22 +260,44 @@ def makeService(
     transport: str = "stdio",
     resolver: IResolver | None = None,
     stdout_fd: int = 1,
+    endpoint: str = DEFAULT_ENDPOINT,
+    allowed_hosts: tuple[str, ...] | list[str] = (),
 ) -> MultiService:
     """
     Build gophergem's service tree.
 
     @param reactor: The reactor to run on; the global one when omitted.  The
         MCP endpoint needs Twisted's asyncio reactor.
-    @param transport: C{"stdio"}: MCP on stdin/stdout.
+    @param transport: C{"stdio"}: MCP on stdin/stdout; C{"http"}: Streamable
+        HTTP on C{endpoint}.
     @param stdout_fd: Where stdio responses are written (see L{reserve_stdout}).
+    @param endpoint: A strports description of where HTTP listens.
+    @param allowed_hosts: Host names (optionally C{name:port}) HTTP clients
+        may address beyond the loopback names (see L{endpoint_security}).
     """
     if reactor is None:
         from twisted.internet import reactor as global_reactor
 
         reactor = global_reactor
+    if transport not in ("stdio", "http"):
+        raise ValueError(f"unknown transport {transport!r}")
     top = MultiService()
     fetcher = build_fetcher(config, reactor, resolver)
-    if transport != "stdio":
-        raise ValueError(f"unknown transport {transport!r}")
-    StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd).setServiceParent(top)
+    if transport == "stdio":
+        StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config).setServiceParent(top)
+        return top
+    from twisted.application import strports
+
+    from gophergem.mcp.web import LifespanService
+
+    site, resource = build_site(
+        build_mcp_server(fetcher, config),
+        config,
+        reactor,
+        security=endpoint_security(endpoint, allowed_hosts),
+    )
+    # Started in this order, stopped in reverse: the port closes, then the
+    # endpoint drains and its lifespan ends.
+    LifespanService(resource, reactor).setServiceParent(top)
+    strports.service(endpoint, site, reactor=reactor).setServiceParent(top)
     return top

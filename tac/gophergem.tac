@@ -1,21 +1,29 @@
-# Run with:  twistd -ny tac/gophergem.tac
-# The same service tree as `twistd gophergem`, configured from the environment
-# (GOPHER_*, GEMINI_*, GOPHERGEM_*).  MCP on stdin/stdout; logs go to stderr.
+# Run with:  twistd -ny tac/gophergem.tac     (add --pidfile= to run several at once)
+#
+# The same service tree as `twistd gophergem`, configured from the environment:
+#   GOPHERGEM_TRANSPORT      http (the default here) or stdio
+#   GOPHERGEM_ENDPOINT       where HTTP listens (default tcp:8000:interface=127.0.0.1)
+#   GOPHERGEM_ALLOWED_HOSTS  host names clients may use besides loopback ones (a,b)
+#   GOPHER_*, GEMINI_*       the fetch policy; GOPHERGEM_LOG_LEVEL, GOPHERGEM_LOG_FILE
+# Logs go to stderr (or GOPHERGEM_LOG_FILE), never stdout.  SIGTERM stops it cleanly.
 import os
 import sys
 
-from twisted.internet import asyncioreactor
-
-if "twisted.internet.reactor" not in sys.modules:
-    asyncioreactor.install()
-
 from twisted.application.service import Application
 from twisted.logger import ILogObserver
+from twisted.python.usage import UsageError
 
-from gophergem._log import stderr_observer
-from gophergem.config import Config
-from gophergem.service import makeService, reserve_stdout
+from gophergem._log import observer_for
+from gophergem.tap import makeService, options_from_env
 
+try:
+    options = options_from_env(os.environ)  # installs the asyncio reactor
+except UsageError as error:
+    sys.exit(f"gophergem.tac: {error}")
+
+config = options["config"]
+# The log file stays open for the life of the process.
+log_stream = open(config.log_file, "a", encoding="utf-8") if config.log_file else sys.stderr  # noqa: SIM115
 application = Application("gophergem")
-application.setComponent(ILogObserver, stderr_observer())
-makeService(Config.from_env(os.environ), stdout_fd=reserve_stdout()).setServiceParent(application)
+application.setComponent(ILogObserver, observer_for(log_stream, config.log_level))
+makeService(options).setServiceParent(application)

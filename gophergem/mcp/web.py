@@ -30,6 +30,7 @@ import enum
 import io
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import AbstractAsyncContextManager
+from http import HTTPStatus
 from typing import Any, ClassVar
 from urllib.parse import unquote_to_bytes
 
@@ -39,7 +40,7 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from twisted.logger import Logger
-from twisted.web import server
+from twisted.web import http, server
 from twisted.web.resource import Resource
 
 __all__ = [
@@ -137,7 +138,9 @@ class BodyCappedRequest(server.Request):
         self.body_refused = True
         self.content = io.BytesIO()
         message = b"Request body too large.\n"
-        self.channel.transport.write(
+        transport = self.channel.transport
+        assert transport is not None
+        transport.write(
             b"HTTP/1.1 413 Payload Too Large\r\n"
             b"Content-Type: text/plain; charset=utf-8\r\n"
             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(message), message)
@@ -190,7 +193,8 @@ class _Exchange:
             self.started = True
             if self.done:
                 return
-            self.request.setResponseCode(int(message["status"]))
+            status = int(message["status"])
+            self.request.setResponseCode(status, _reason(status))
             for name, value in message.get("headers", ()):
                 self.request.responseHeaders.addRawHeader(bytes(name), bytes(value))
             # Twisted sends the headers with the first write; an SSE stream
@@ -231,6 +235,16 @@ class _Exchange:
             transport.abortConnection()
         else:
             self.request.loseConnection()
+
+
+def _reason(status: int) -> bytes | None:
+    """A reason phrase for codes Twisted has none for (421 among them)."""
+    if status in http.RESPONSES:
+        return None
+    try:
+        return HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        return None
 
 
 def _plain(request: server.Request, code: int, text: str) -> bytes:
@@ -344,14 +358,22 @@ class ASGIResource(Resource):
             exchange.abort()
             raise
         except Exception:
-            log.failure("The MCP application failed on {method} {path}", **_where(scope))
+            log.failure(
+                "The MCP application failed on {method} {path}",
+                method=scope["method"],
+                path=scope["path"],
+            )
             if exchange.started:
                 exchange.abort()
             else:
                 exchange.fail(500, "Internal server error.")
             return
         if not exchange.started:
-            log.error("The MCP application sent no response to {method} {path}", **_where(scope))
+            log.error(
+                "The MCP application sent no response to {method} {path}",
+                method=scope["method"],
+                path=scope["path"],
+            )
             exchange.fail(500, "Internal server error.")
         else:
             exchange.finish()
@@ -397,10 +419,6 @@ class ASGIResource(Resource):
             await asyncio.wait(tasks, timeout=seconds)
 
 
-def _where(scope: dict[str, Any]) -> dict[str, str]:
-    return {"method": scope["method"], "path": scope["path"]}
-
-
 class LifespanService(Service):
     """
     Runs an L{ASGIResource}'s lifespan while this service is running.
@@ -434,9 +452,13 @@ class LifespanService(Service):
     async def _run(self) -> None:
         try:
             async with self._resource.serving(self._drain_seconds):
+                log.info("MCP endpoint serving")
                 await self._stop.wait()
+                log.info("MCP endpoint stopping")
         except Exception:
             log.failure("The MCP endpoint stopped with an error")
+        else:
+            log.info("MCP endpoint stopped")
 
     def stopService(self) -> Deferred[None]:
         super().stopService()

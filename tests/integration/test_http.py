@@ -1,0 +1,464 @@
+"""
+Acceptance tests for the daemon: C{twistd -n gophergem --transport http} (and
+the .tac, and the mounting example of docs/deployment.md) as real processes
+on 127.0.0.1, driven by the MCP SDK's Streamable HTTP client in both protocol
+eras, against a real gophernicus.
+
+Nothing here binds or connects to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import pytest
+
+from .conftest import (
+    LOOPBACK,
+    REPO_ROOT,
+    GopherServer,
+    run_async,
+    tool_payload,
+    unused_loopback_port,
+)
+
+pytestmark = pytest.mark.integration
+
+TWISTD = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()"]
+START_DEADLINE = 30.0  # seconds for a daemon to answer /health
+STOP_DEADLINE = 20.0  # seconds for a daemon to exit after SIGTERM
+ERAS = ["legacy", "2026-07-28"]
+
+
+@dataclass
+class Daemon:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: IO[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}/mcp"
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+    def stop(self) -> int:
+        """SIGTERM, and wait for the exit status (twistd ends by the same signal)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=STOP_DEADLINE)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+            raise AssertionError(
+                f"no exit within {STOP_DEADLINE}s of SIGTERM:\n{self.output()}"
+            ) from None
+
+    def stopped_cleanly(self) -> bool:
+        """Stop; true if twistd shut down in order and exited as SIGTERM asks."""
+        status = self.stop()
+        output = self.output()
+        return (
+            status in (0, -signal.SIGTERM)
+            and "Server Shut Down." in output
+            and "Traceback" not in output
+        )
+
+
+def daemon_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GOPHER_ALLOW_LOCAL_HOSTS="true",
+        GOPHER_REQUESTS_PER_MINUTE="0",
+        GOPHER_RESPECT_ROBOTS_TXT="false",
+        XDG_DATA_HOME=str(tmp),  # any store lives in the test's own directory
+        PYTHONUNBUFFERED="1",
+    )
+    env["PYTHONPATH"] = str(REPO_ROOT) + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
+    env.update(extra)
+    return env
+
+
+def http_get(port: int, path: str, headers: dict[str, str] | None = None) -> Any:
+    """GET C{path}; return the response, read."""
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
+    try:
+        connection.request("GET", path, headers=headers or {})
+        response = connection.getresponse()
+        response.body = response.read()
+        return response
+    finally:
+        connection.close()
+
+
+@contextlib.contextmanager
+def running(argv_for_port: Any, env: dict[str, str]) -> Iterator[Daemon]:
+    """Start a daemon on a free port (retried if another process took it first)."""
+    last = ""
+    for _attempt in range(3):
+        port = unused_loopback_port()
+        log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below
+        process = subprocess.Popen(
+            argv_for_port(port),
+            env=env,
+            cwd=str(REPO_ROOT),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        daemon = Daemon(process, port, log)
+        deadline = time.monotonic() + START_DEADLINE
+        started = False
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                started = http_get(port, "/health").status == 200
+            except OSError:
+                time.sleep(0.05)
+                continue
+            break
+        if started:
+            try:
+                yield daemon
+            except BaseException:
+                daemon.stop()
+                sys.stderr.write(f"---- daemon output ----\n{daemon.output()[-20000:]}\n")
+                log.close()
+                raise
+            log.close()
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=5)
+        last = daemon.output()
+        log.close()
+    raise AssertionError(f"the daemon did not start:\n{last}")
+
+
+@pytest.fixture(scope="module")
+def daemon(
+    gopher_server: GopherServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Daemon]:
+    """C{twistd -n --pidfile= gophergem --transport http} on a free loopback port."""
+
+    def argv(port: int) -> list[str]:
+        return [
+            *TWISTD,
+            "-n",
+            "--pidfile=",
+            "gophergem",
+            "--transport",
+            "http",
+            "--endpoint",
+            f"tcp:{port}:interface={LOOPBACK}",
+        ]
+
+    with running(argv, daemon_env(tmp_path_factory.mktemp("daemon"))) as started:
+        yield started
+        assert started.stopped_cleanly(), started.output()
+
+
+def root_url(server: GopherServer) -> str:
+    return f"gopher://{server.host}:{server.port}/"
+
+
+# --- MCP over HTTP --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_tools_and_a_gopher_fetch(daemon: Daemon, gopher_server: GopherServer, mode: str) -> None:
+    """Both eras list the tools and fetch a real Gopher menu through the daemon."""
+    from mcp import Client
+
+    async def body() -> None:
+        async with Client(daemon.url, mode=mode) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert {"gopher_fetch", "gopher_batch_fetch"} <= tools
+            result = await client.call_tool(
+                "gopher_fetch", {"url": root_url(gopher_server), "refresh": True}
+            )
+            payload = tool_payload(result)
+            assert not result.is_error, payload
+            assert payload["kind"] == "menu"
+            assert payload["items"][0]["title"] == "Welcome to the gophergem integration fixture."
+
+    run_async(body, deadline=60)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_policy_and_prompts(daemon: Daemon, mode: str) -> None:
+    """The policy resource and both prompts are served over HTTP."""
+    from mcp import Client
+
+    async def body() -> None:
+        async with Client(daemon.url, mode=mode) as client:
+            policy = (await client.read_resource("gophergem://policy")).contents[0]
+            assert "GOPHER_ALLOW_LOCAL_HOSTS = true" in policy.text
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert prompts == {"explore_capsule", "summarize_gemlog"}
+
+    run_async(body, deadline=60)
+
+
+def post_initialize(port: int, headers: dict[str, str]) -> int:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        }
+    )
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
+    try:
+        connection.request(
+            "POST",
+            "/mcp",
+            body,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        )
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+def test_rebinding_protection(daemon: Daemon) -> None:
+    """A foreign Host is refused (421) and so is a foreign Origin (403)."""
+    assert post_initialize(daemon.port, {"Host": "evil.example"}) == 421
+    assert post_initialize(daemon.port, {"Host": f"evil.example:{daemon.port}"}) == 421
+    assert post_initialize(daemon.port, {"Origin": "http://evil.example"}) == 403
+    assert post_initialize(daemon.port, {}) == 200
+
+
+def test_oversize_body_refused(daemon: Daemon) -> None:
+    """A body over 4 MiB is refused with 413 before it is read."""
+    connection = http.client.HTTPConnection(LOOPBACK, daemon.port, timeout=10)
+    try:
+        connection.putrequest("POST", "/mcp")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", str(5 * 1024 * 1024))
+        connection.endheaders()
+        response = connection.getresponse()
+        assert response.status == 413
+    finally:
+        connection.close()
+
+
+# --- /health and /.well-known/agent.gopher --------------------------------------------
+
+
+def test_health_exact(daemon: Daemon) -> None:
+    """/health is exactly the status and the version."""
+    from gophergem._version import __version__
+
+    response = http_get(daemon.port, "/health")
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "application/json"
+    assert response.body == json.dumps({"status": "ok", "version": __version__}).encode()
+
+
+def test_agent_gopher_exact(daemon: Daemon) -> None:
+    """agent.gopher is a terminated Gopher menu naming this endpoint and every tool."""
+    from gophergem._version import __version__
+
+    response = http_get(daemon.port, "/.well-known/agent.gopher")
+    assert response.status == 200
+    assert response.getheader("Content-Type") == "application/gopher; charset=utf-8"
+    text = response.body.decode("utf-8")
+    assert text.endswith("\r\n.\r\n")
+    lines = [line.split("\t") for line in text[: -len(".\r\n")].split("\r\n")[:-1]]
+    origin = [LOOPBACK, str(daemon.port)]
+    assert all(fields[2:] == origin for fields in lines), lines
+    assert (
+        lines[0][0] == f"igophergem {__version__}: Gopher and Gemini for AI assistants, over MCP."
+    )
+    assert lines[1] == ["hMCP endpoint (Streamable HTTP)", f"URL:{daemon.url}", *origin]
+    tool_lines = [f[1] for f in lines if f[1].startswith("/.well-known/agent/tools/")]
+    assert "/.well-known/agent/tools/gopher_fetch" in tool_lines
+    assert ["0Policy (MCP resource gophergem://policy)", "/.well-known/agent/policy", *origin] in [
+        f for f in lines
+    ]
+    data = json.loads(http_get(daemon.port, "/.well-known/agent.gopher?format=json").body)
+    assert data["mcp"]["url"] == daemon.url
+    assert [f"/.well-known/agent/tools/{t['name']}" for t in data["tools"]] == tool_lines
+    policy = http_get(daemon.port, "/.well-known/agent/policy")
+    assert policy.getheader("Content-Type") == "text/plain; charset=utf-8"
+    assert b"GOPHER_ALLOW_LOCAL_HOSTS = true" in policy.body
+
+
+# --- load ---------------------------------------------------------------------------------
+
+
+SESSIONS = 20
+CALLS = 50
+
+
+def test_concurrent_sessions_lose_nothing(daemon: Daemon, gopher_server: GopherServer) -> None:
+    """20 concurrent sessions (half per era) x 50 calls each: every call is answered."""
+    from mcp import Client
+
+    url = root_url(gopher_server)
+    answered: dict[int, int] = {}
+
+    async def session(number: int) -> None:
+        mode = ERAS[number % 2]
+        async with Client(daemon.url, mode=mode) as client:
+            answered[number] = 0
+            for _ in range(CALLS):
+                result = await client.call_tool("gopher_fetch", {"url": url})
+                payload = tool_payload(result)
+                assert payload["kind"] == "menu", payload
+                answered[number] += 1
+
+    async def body() -> None:
+        async with Client(daemon.url, mode="legacy") as client:
+            await client.call_tool("gopher_fetch", {"url": url})  # now it is cached
+        async with anyio.create_task_group() as group:
+            for number in range(SESSIONS):
+                group.start_soon(session, number)
+
+    run_async(body, deadline=120)
+    assert answered == dict.fromkeys(range(SESSIONS), CALLS)
+
+
+# --- mounting in your own Site: the example of docs/deployment.md --------------------------
+
+
+def docs_example(name: str) -> str:
+    text = (REPO_ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    match = re.search(rf"<!-- example: {re.escape(name)} -->\n```python\n(.*?)```", text, re.S)
+    assert match is not None, f"docs/deployment.md has no example {name}"
+    return match.group(1)
+
+
+def test_mounted_beside_another_resource(gopher_server: GopherServer, tmp_path: Path) -> None:
+    """The documented example serves its own /hello and gophergem's /mcp from one Site."""
+    from mcp import Client
+
+    tac = tmp_path / "mounted.tac"
+    tac.write_text(docs_example("mounted.tac"), encoding="utf-8")
+
+    def argv(port: int) -> list[str]:
+        return [*TWISTD, "-ny", str(tac), "--pidfile="]
+
+    env = daemon_env(tmp_path)
+    with running(lambda port: (env.__setitem__("PORT", str(port)), argv(port))[1], env) as app:
+        hello = http_get(app.port, "/hello")
+        assert (hello.status, hello.body) == (200, b"Hello from my own application.\n")
+
+        async def body() -> None:
+            for mode in ERAS:
+                async with Client(app.url, mode=mode) as client:
+                    result = await client.call_tool(
+                        "gopher_fetch", {"url": root_url(gopher_server)}
+                    )
+                    assert tool_payload(result)["kind"] == "menu"
+
+        run_async(body, deadline=60)
+        assert app.stopped_cleanly(), app.output()
+
+
+# --- the .tac --------------------------------------------------------------------------------
+
+
+def test_tac_starts_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """twistd -ny tac/gophergem.tac serves HTTP; SIGTERM ends open streams and the process."""
+
+    def argv(port: int) -> list[str]:
+        return [*TWISTD, "-ny", str(REPO_ROOT / "tac" / "gophergem.tac"), "--pidfile="]
+
+    env = daemon_env(tmp_path)
+    with running(
+        lambda port: (
+            env.__setitem__("GOPHERGEM_ENDPOINT", f"tcp:{port}:interface={LOOPBACK}"),
+            argv(port),
+        )[1],
+        env,
+    ) as tac:
+        assert http_get(tac.port, "/health").status == 200
+        session = open_event_stream(tac.port)
+        assert tac.stopped_cleanly(), tac.output()
+        assert session.read() in (b"0\r\n\r\n", b"")  # the stream ended; nothing hangs
+        session.close()
+        output = tac.output()
+        assert "Received SIGTERM" in output
+        assert (
+            output.index("Received SIGTERM")
+            < output.index("MCP endpoint stopped")
+            < output.index("Server Shut Down.")
+        )
+
+
+def open_event_stream(port: int) -> Any:
+    """Open a legacy session and its GET event stream; return the stream's socket file."""
+    import socket
+
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        }
+    )
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
+    connection.request(
+        "POST",
+        "/mcp",
+        body,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    response = connection.getresponse()
+    response.read()
+    session_id = response.getheader("Mcp-Session-Id")
+    connection.close()
+    assert session_id
+    stream = socket.create_connection((LOOPBACK, port), timeout=STOP_DEADLINE)
+    stream.sendall(
+        (
+            f"GET /mcp HTTP/1.1\r\nHost: {LOOPBACK}:{port}\r\nAccept: text/event-stream\r\n"
+            f"Mcp-Session-Id: {session_id}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+        ).encode()
+    )
+    reader = stream.makefile("rb")
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        head += reader.readline()
+    assert head.startswith(b"HTTP/1.1 200"), head
+    stream.close()  # the file keeps the socket open
+    return reader

@@ -1,0 +1,822 @@
+"""
+Tests for L{gophergem.mcp.web}: the ASGI bridge's pitfalls, one regression
+test each, the body cap, the lifespan and shutdown, and the SDK's
+Streamable HTTP app behind it in both protocol eras.
+
+Bridge tests drive a real C{Site} over an in-memory connection on an asyncio
+loop; SDK tests use a site on a 127.0.0.1 port and the SDK's own client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, MutableMapping
+from typing import Annotated, Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Elicit, MCPServer, Resolve
+from pydantic import BaseModel
+from twisted.internet.task import Clock
+from twisted.web.resource import Resource
+from twisted.web.server import Site
+
+from gophergem.mcp import web
+from gophergem.mcp.web import (
+    ASGIResource,
+    BodyCappedRequest,
+    LifespanService,
+    mcp_resource,
+    transport_security,
+)
+from tests.web_helpers import (
+    Wire,
+    http_exchange,
+    listening,
+    loop_reactor,
+    read_head,
+    request_bytes,
+    run,
+    until,
+)
+
+Scope = MutableMapping[str, Any]
+
+
+@contextlib.asynccontextmanager
+async def no_lifespan() -> AsyncIterator[None]:
+    yield
+
+
+def site_for(app: Any, *, max_body_size: int = web.MAX_BODY_SIZE, capped: bool = True) -> Any:
+    resource = ASGIResource(app, no_lifespan, max_body_size=max_body_size)
+    root = Resource()
+    root.putChild(b"app", resource)
+    factory = BodyCappedRequest if capped else None
+    return Site(root, requestFactory=factory, reactor=Clock()), resource
+
+
+def serve(
+    app: Any, test: Any, *, max_body_size: int = web.MAX_BODY_SIZE, capped: bool = True
+) -> None:
+    """Run C{await test(site, resource)} while C{app} is served in memory."""
+
+    async def body() -> None:
+        site, resource = site_for(app, max_body_size=max_body_size, capped=capped)
+        async with resource.serving(drain_seconds=1.0):
+            await test(site, resource)
+
+    run(body)
+
+
+# --- the bridge's pitfalls ---------------------------------------------------------
+
+
+def test_headers_go_out_when_the_response_starts() -> None:
+    """An event stream that has sent no event yet has already sent its status and headers."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        await receive()  # a quiet stream, until the client leaves
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: b"\r\n\r\n" in wire.value())
+        status, headers = wire.head()
+        assert status == 200
+        assert headers["content-type"] == "text/event-stream"
+        wire.drop()
+
+    serve(app, test)
+
+
+def test_disconnect_reaches_the_app() -> None:
+    """When the client goes away mid-response, the app's receive() returns http.disconnect."""
+    seen: list[str] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        seen.append((await receive())["type"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        seen.append((await receive())["type"])
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("POST", "/app", b"{}"))
+        await until(lambda: len(seen) == 1 and b"\r\n\r\n" in wire.value())
+        wire.drop()
+        await until(lambda: len(seen) == 2)
+
+    serve(app, test)
+    assert seen == ["http.request", "http.disconnect"]
+
+
+def test_disconnect_follows_a_finished_response() -> None:
+    """After the response is complete, receive() returns http.disconnect instead of hanging."""
+    ended = asyncio.Event()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+        assert (await receive())["type"] == "http.disconnect"
+        ended.set()
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await asyncio.wait_for(ended.wait(), 5)
+        assert wire.body() == b"done"
+        assert not wire.transport.disconnecting  # keep-alive: the connection stays
+
+    serve(app, test)
+
+
+def test_no_write_after_the_client_left() -> None:
+    """Body sent after a disconnect is dropped quietly: no error, nothing written."""
+    errors: list[BaseException] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"first", "more_body": True})
+        await receive()  # the disconnect
+        try:
+            await send({"type": "http.response.body", "body": b"late", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        except BaseException as error:  # pragma: no cover - the regression
+            errors.append(error)
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: b"first" in wire.value())
+        wire.drop()
+        await until(lambda: not resource._exchanges)
+        assert b"late" not in wire.value()
+
+    serve(app, test)
+    assert errors == []
+
+
+def test_no_write_after_finish() -> None:
+    """A message sent after the final body is ignored (Twisted would raise)."""
+    errors: list[BaseException] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"all"})
+        try:
+            await send({"type": "http.response.body", "body": b"more"})
+        except BaseException as error:  # pragma: no cover - the regression
+            errors.append(error)
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: not resource._exchanges)
+        assert wire.body() == b"all"
+
+    serve(app, test)
+    assert errors == []
+
+
+def test_failure_before_the_response_is_a_500() -> None:
+    """An app that raises before starting its response gives a plain 500, no traceback."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        raise RuntimeError("secret internals")
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: not resource._exchanges)
+        assert wire.head()[0] == 500
+        assert b"secret" not in wire.value()
+
+    serve(app, test)
+
+
+def test_no_response_at_all_is_a_500() -> None:
+    """An app that returns without answering gives a 500."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: not resource._exchanges)
+        assert wire.head()[0] == 500
+
+    serve(app, test)
+
+
+def test_failure_after_the_response_started_aborts() -> None:
+    """An app that fails mid-response has the connection cut, not a truncated 'success'."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"part", "more_body": True})
+        raise RuntimeError("boom")
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: not resource._exchanges)
+        assert wire.transport.disconnected  # abortConnection
+        assert not wire.value().endswith(b"0\r\n\r\n")  # no closing chunk
+
+    serve(app, test)
+
+
+def test_no_default_content_type() -> None:
+    """A response without a Content-Type does not get Twisted's text/html."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("POST", "/app", b"{}"))
+        await until(lambda: not resource._exchanges)
+        status, headers = wire.head()
+        assert status == 202
+        assert "content-type" not in headers
+
+    serve(app, test)
+
+
+def test_unknown_reason_phrases() -> None:
+    """Codes Twisted has no phrase for (421) still get a proper status line."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 421, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        await until(lambda: not resource._exchanges)
+        assert wire.value().startswith(b"HTTP/1.1 421 Misdirected Request\r\n")
+
+    serve(app, test)
+
+
+def test_scope() -> None:
+    """The app sees the method, paths, query, lower-cased headers, addresses and body."""
+    scopes: list[tuple[Scope, dict[str, Any]]] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        scopes.append((scope, await receive()))
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("POST", "/app/a%20b?x=1", b"payload", {"X-Thing": "yes"}))
+        await until(lambda: scopes)
+
+    serve(app, test)
+    scope, message = scopes[0]
+    assert scope["type"] == "http"
+    assert scope["asgi"]["spec_version"] == "2.3"
+    assert (scope["method"], scope["scheme"], scope["http_version"]) == ("POST", "http", "1.1")
+    assert (scope["path"], scope["raw_path"]) == ("/app/a b", b"/app/a%20b")
+    assert scope["query_string"] == b"x=1"
+    assert (b"x-thing", b"yes") in scope["headers"]
+    assert (b"host", b"127.0.0.1:8000") in scope["headers"]
+    assert scope["client"] == ("127.0.0.1", 40000)
+    assert scope["server"] == ("127.0.0.1", 8000)
+    assert message == {"type": "http.request", "body": b"payload", "more_body": False}
+
+
+# --- the body cap ------------------------------------------------------------------
+
+
+async def _never_called(scope: Scope, receive: Any, send: Any) -> None:  # pragma: no cover
+    raise AssertionError("the app saw an over-size request")
+
+
+def test_declared_oversize_body_refused_before_it_arrives() -> None:
+    """A Content-Length over the cap is answered 413 at once and the connection closed."""
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(
+            b"POST /app HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n"
+            b"Content-Length: %d\r\n\r\n" % (web.MAX_BODY_SIZE + 1)
+        )
+        assert wire.value().startswith(b"HTTP/1.1 413 ")
+        assert b"100 Continue" not in wire.value()
+        assert wire.transport.disconnecting
+
+    serve(_never_called, test)
+
+
+def test_streamed_oversize_body_refused_while_it_arrives() -> None:
+    """A chunked body is counted as it arrives and refused once past the cap."""
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(b"POST /app HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunk = b"x" * 65536
+        for _ in range(web.MAX_BODY_SIZE // len(chunk)):
+            wire.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        assert wire.value() == b""  # exactly at the cap: still fine
+        wire.send(b"1\r\nx\r\n")
+        assert wire.value().startswith(b"HTTP/1.1 413 ")
+        assert wire.transport.disconnecting
+        wire.send(b"0\r\n\r\n")  # the rest is ignored: the app never runs
+        assert not resource._exchanges
+
+    serve(_never_called, test)
+
+
+def test_body_at_the_cap_reaches_the_app() -> None:
+    """A body of exactly the cap is passed on whole."""
+    sizes: list[int] = []
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        sizes.append(len((await receive())["body"]))
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("POST", "/app", b"y" * 4096))
+        await until(lambda: sizes)
+
+    serve(app, test, max_body_size=4096)
+    assert sizes == [4096]
+
+
+def test_resource_refuses_oversize_body_in_any_site() -> None:
+    """Mounted in a site without BodyCappedRequest, the resource still answers 413."""
+
+    async def test(site: Site, resource: ASGIResource) -> None:
+        wire = Wire(site)
+        wire.send(request_bytes("POST", "/app", b"z" * 5000))
+        await until(lambda: b"\r\n\r\n" in wire.value())
+        assert wire.head()[0] == 413
+
+    serve(_never_called, test, max_body_size=4096, capped=False)
+
+
+# --- lifespan and shutdown ---------------------------------------------------------
+
+
+def test_requests_before_and_after_serving_get_503() -> None:
+    """Outside the lifespan the endpoint answers 503."""
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:  # pragma: no cover
+        raise AssertionError("not serving")
+
+    async def body() -> None:
+        site, resource = site_for(app)
+        wire = Wire(site)
+        wire.send(request_bytes("GET", "/app"))
+        assert wire.head()[0] == 503
+        async with resource.serving():
+            pass
+        late = Wire(site)
+        late.send(request_bytes("GET", "/app"))
+        assert late.head()[0] == 503
+
+    run(body)
+
+
+def test_lifespan_entered_and_left_in_one_task() -> None:
+    """The lifespan runs in one task, so anyio task groups and cancel scopes in it work."""
+    tasks: list[object] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        tasks.append(asyncio.current_task())
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.sleep_forever)
+            yield
+            group.cancel_scope.cancel()
+        tasks.append(asyncio.current_task())
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:  # pragma: no cover
+        pass
+
+    async def body() -> None:
+        with loop_reactor() as reactor:
+            resource = ASGIResource(app, lifespan)
+            service = LifespanService(resource, reactor)
+            service.startService()
+            await until(lambda: resource.serving_now)
+            await service.stopService().asFuture(asyncio.get_running_loop())
+            assert not resource.serving_now
+
+    run(body)
+    assert len(tasks) == 2 and tasks[0] is tasks[1]
+
+
+def test_shutdown_lets_requests_in_flight_finish() -> None:
+    """On stop, a request in flight is answered before the lifespan ends."""
+    order: list[str] = []
+    release = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        yield
+        order.append("lifespan ended")
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        order.append("request started")
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+        order.append("request answered")
+
+    async def body() -> None:
+        with loop_reactor() as reactor:
+            resource = ASGIResource(app, lifespan)
+            root = Resource()
+            root.putChild(b"app", resource)
+            site = Site(root, reactor=Clock())
+            service = LifespanService(resource, reactor, drain_seconds=10)
+            service.startService()
+            await until(lambda: resource.serving_now)
+            wire = Wire(site)
+            wire.send(request_bytes("POST", "/app", b"{}"))
+            await until(lambda: order == ["request started"])
+            stopped = service.stopService().asFuture(asyncio.get_running_loop())
+            late = Wire(site)
+            late.send(request_bytes("POST", "/app", b"{}"))
+            await until(lambda: b"\r\n\r\n" in late.value())
+            assert late.head()[0] == 503  # no new work while draining
+            release.set()
+            await stopped
+            assert wire.body() == b"ok"
+
+    run(body)
+    assert order == ["request started", "request answered", "lifespan ended"]
+
+
+def test_shutdown_cancels_what_outlives_the_lifespan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream still open after the lifespan ended is cancelled and its connection cut."""
+    monkeypatch.setattr(web, "SETTLE_SECONDS", 0.05)
+    cancelled = asyncio.Event()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        try:
+            await asyncio.Event().wait()  # a stream that never ends by itself
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def body() -> None:
+        site, resource = site_for(app)
+        wire = Wire(site)
+        async with resource.serving(drain_seconds=0.05):
+            wire.send(request_bytes("GET", "/app"))
+            await until(lambda: b"\r\n\r\n" in wire.value())
+        assert cancelled.is_set()
+        assert wire.transport.disconnected
+        assert not resource._exchanges
+
+    run(body)
+
+
+# --- transport security ------------------------------------------------------------
+
+
+def test_transport_security_loopback_with_port() -> None:
+    """A known loopback port pins the loopback Host and Origin values to it."""
+    settings = transport_security(8000)
+    assert settings.enable_dns_rebinding_protection
+    assert settings.allowed_hosts == ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"]
+    assert "http://localhost:8000" in settings.allowed_origins
+
+
+def test_transport_security_named_hosts() -> None:
+    """An allowed name is accepted bare and on any port, as http and https origins."""
+    settings = transport_security(None, ["mcp.example.org", "other.example:8443"])
+    assert "127.0.0.1:*" in settings.allowed_hosts
+    assert {"mcp.example.org", "mcp.example.org:*", "other.example:8443"} <= set(
+        settings.allowed_hosts
+    )
+    assert "https://mcp.example.org" in settings.allowed_origins
+    assert "https://other.example:8443" in settings.allowed_origins
+    assert "other.example:*" not in settings.allowed_hosts
+
+
+# --- the SDK behind the bridge, on a loopback port ---------------------------------
+
+
+def small_server() -> tuple[MCPServer[Any], dict[str, asyncio.Event]]:
+    events = {"started": asyncio.Event(), "cancelled": asyncio.Event()}
+    server: MCPServer[Any] = MCPServer(name="test")
+
+    @server.tool(description="Add two numbers.")
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="Wait until cancelled.")
+    async def wait() -> str:
+        events["started"].set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            events["cancelled"].set()
+            raise
+        return "never"  # pragma: no cover
+
+    return server, events
+
+
+@contextlib.asynccontextmanager
+async def sdk_site(
+    server: MCPServer[Any], security: Any = None, mount: tuple[bytes, ...] = (b"mcp",)
+) -> AsyncIterator[tuple[int, ASGIResource, LifespanService]]:
+    resource = mcp_resource(server, security=security)
+
+    def make_site(reactor: Any) -> Site:
+        root = parent = Resource()
+        for name in mount[:-1]:
+            child = Resource()
+            parent.putChild(name, child)
+            parent = child
+        parent.putChild(mount[-1], resource)
+        return Site(root, requestFactory=BodyCappedRequest, reactor=reactor)
+
+    async with listening(make_site) as (reactor, port):
+        service = LifespanService(resource, reactor, drain_seconds=2)
+        service.startService()
+        try:
+            yield port, resource, service
+        finally:
+            if service.running:
+                await service.stopService().asFuture(asyncio.get_running_loop())
+
+
+class Confirm(BaseModel):
+    ok: bool
+
+
+def ask_first() -> Elicit[Confirm]:
+    return Elicit("Go ahead?", Confirm)
+
+
+@pytest.mark.parametrize(
+    ("mode", "answer"), [("legacy", True), ("2026-07-28", True), ("legacy", False)]
+)
+def test_sdk_elicitation_round_trip(mode: str, answer: bool) -> None:
+    """A tool asks the user mid-call: over the POST's event stream (legacy) or by retry (2026)."""
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"ok": answer})
+
+    async def body() -> None:
+        server: MCPServer[Any] = MCPServer(name="test")
+
+        @server.tool(description="Ask first, then act.")
+        async def guarded(
+            consent: Annotated[ElicitationResult[Confirm], Resolve(ask_first)],
+        ) -> str:
+            accepted = isinstance(consent, AcceptedElicitation) and consent.data.ok
+            return "done" if accepted else "left alone"
+
+        async with (
+            sdk_site(server) as (port, _, _),
+            Client(
+                f"http://127.0.0.1:{port}/mcp", mode=mode, elicitation_callback=on_elicit
+            ) as client,
+        ):
+            result = await client.call_tool("guarded", {})
+            assert result.structured_content == {"result": "done" if answer else "left alone"}
+
+    run(body)
+    assert asked == ["Go ahead?"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_sdk_client_both_eras(mode: str) -> None:
+    """The SDK's own client lists and calls tools in either protocol era."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with (
+            sdk_site(server) as (port, _, _),
+            Client(f"http://127.0.0.1:{port}/mcp", mode=mode) as client,
+        ):
+            tools = await client.list_tools()
+            assert {t.name for t in tools.tools} == {"add", "wait"}
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+            assert result.structured_content == {"result": 5}
+
+    run(body)
+
+
+def test_mountable_anywhere() -> None:
+    """The resource works mounted at any path of a site."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with (
+            sdk_site(server, mount=(b"api", b"v1", b"mcp")) as (port, _, _),
+            Client(f"http://127.0.0.1:{port}/api/v1/mcp", mode="legacy") as client,
+        ):
+            assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {
+                "result": 2
+            }
+
+    run(body)
+
+
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+).encode()
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+async def legacy_session(port: int) -> str:
+    reader, writer = await http_exchange(
+        port, request_bytes("POST", "/mcp", INITIALIZE, MCP_HEADERS) + b""
+    )
+    status, headers = await read_head(reader)
+    writer.close()
+    assert status == 200
+    session = headers["mcp-session-id"]
+    notify = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    reader, writer = await http_exchange(
+        port,
+        request_bytes(
+            "POST",
+            "/mcp",
+            notify,
+            {**MCP_HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"},
+        ),
+    )
+    assert (await read_head(reader))[0] == 202
+    writer.close()
+    return session
+
+
+def test_sdk_event_stream_headers_arrive_before_any_event() -> None:
+    """The legacy GET stream shows 200 text/event-stream at once, though no event is due."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server) as (port, _, _):
+            session = await legacy_session(port)
+            reader, writer = await http_exchange(
+                port,
+                request_bytes(
+                    "GET",
+                    "/mcp",
+                    headers={
+                        "Accept": "text/event-stream",
+                        "Mcp-Session-Id": session,
+                        "MCP-Protocol-Version": "2025-11-25",
+                    },
+                ),
+            )
+            status, headers = await asyncio.wait_for(read_head(reader), 5)
+            assert status == 200
+            assert headers["content-type"].startswith("text/event-stream")
+            writer.close()
+
+    run(body)
+
+
+def test_sdk_stop_closes_open_event_streams() -> None:
+    """Stopping the service ends an open GET stream and the lifespan promptly."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server) as (port, resource, service):
+            session = await legacy_session(port)
+            reader, writer = await http_exchange(
+                port,
+                request_bytes(
+                    "GET",
+                    "/mcp",
+                    headers={
+                        "Accept": "text/event-stream",
+                        "Mcp-Session-Id": session,
+                        "MCP-Protocol-Version": "2025-11-25",
+                    },
+                ),
+            )
+            await read_head(reader)
+            await asyncio.wait_for(service.stopService().asFuture(asyncio.get_running_loop()), 5)
+            assert not resource._exchanges
+            # The stream has ended: its last chunk arrived, or the connection was cut.
+            # The stream has ended with its last chunk (no event was ever sent on it).
+            assert await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), 5) == b"0\r\n\r\n"
+            writer.close()
+
+    run(body)
+
+
+def test_sdk_modern_disconnect_cancels_the_tool() -> None:
+    """At 2026-07-28, closing the response stream cancels the tool call."""
+
+    async def body() -> None:
+        server, events = small_server()
+        async with (
+            sdk_site(server) as (port, resource, _),
+            Client(f"http://127.0.0.1:{port}/mcp", mode="2026-07-28") as client,
+        ):
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "wait", {})
+                await asyncio.wait_for(events["started"].wait(), 5)
+                group.cancel_scope.cancel()
+            await asyncio.wait_for(events["cancelled"].wait(), 5)
+            await until(lambda: not resource._exchanges)
+
+    run(body)
+
+
+def test_sdk_modern_request_ends_after_its_response() -> None:
+    """A modern-era request's handler ends once answered (it waits for http.disconnect)."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with (
+            sdk_site(server) as (port, resource, _),
+            Client(f"http://127.0.0.1:{port}/mcp", mode="2026-07-28") as client,
+        ):
+            await client.call_tool("add", {"a": 1, "b": 2})
+            await until(lambda: not resource._exchanges)
+
+    run(body)
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Host": "evil.example"}, 421),
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Host": "mcp.example.org"}, 200),
+        ({"Origin": "https://mcp.example.org"}, 200),
+    ],
+)
+def test_sdk_host_and_origin_checked(headers: dict[str, str], status: int) -> None:
+    """DNS-rebinding protection: unknown Host gets 421, unknown Origin 403."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        security = transport_security(None, ["mcp.example.org"])
+        async with sdk_site(server, security=security) as (port, _, _):
+            raw = request_bytes("POST", "/mcp", INITIALIZE, MCP_HEADERS)
+            if "Host" in headers:
+                raw = raw.replace(b"Host: 127.0.0.1:8000", f"Host: {headers['Host']}".encode())
+            else:
+                raw = raw.replace(b"Host: 127.0.0.1:8000", f"Host: 127.0.0.1:{port}".encode())
+                raw = raw.replace(b"\r\n\r\n", f"\r\nOrigin: {headers['Origin']}\r\n\r\n".encode())
+            reader, writer = await http_exchange(port, raw)
+            assert (await read_head(reader))[0] == status
+            writer.close()
+
+    run(body)
+
+
+def test_sdk_oversize_body_never_reaches_the_sdk() -> None:
+    """Over a real socket, a declared over-size body is answered 413 by Twisted."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server) as (port, _, _):
+            reader, writer = await http_exchange(
+                port,
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 5000000\r\n\r\n",
+            )
+            assert (await read_head(reader))[0] == 413
+            assert await asyncio.wait_for(reader.read(), 5) == b"Request body too large.\n"
+            writer.close()
+
+    run(body)

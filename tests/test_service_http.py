@@ -1,0 +1,218 @@
+"""
+Tests for the HTTP daemon's options (L{gophergem.tap}) and wiring
+(L{gophergem.service}): C{--transport}, C{--endpoint}, C{--allowed-host},
+the .tac's environment variables, and the service tree they build.
+"""
+
+from __future__ import annotations
+
+import pytest
+from twisted.application.internet import StreamServerEndpointService
+from twisted.internet.testing import MemoryReactorClock
+from twisted.logger import capturedLogs
+from twisted.python import usage
+
+from gophergem import service, tap
+from gophergem.config import Config
+from gophergem.mcp.web import LifespanService
+
+
+@pytest.fixture(autouse=True)
+def _no_reactor_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tap, "_ensure_asyncio_reactor", lambda: None)
+
+
+def parse(argv: list[str]) -> tap.Options:
+    options = tap.Options()
+    options.parseOptions(argv)
+    return options
+
+
+# --- twistd options ---------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    """stdio by default; HTTP would listen on loopback port 8000."""
+    options = parse([])
+    assert options["transport"] == "stdio"
+    assert options["endpoint"] == "tcp:8000:interface=127.0.0.1"
+    assert options["allowed_hosts"] == ()
+    assert tap.DEFAULT_ENDPOINT == service.DEFAULT_ENDPOINT
+
+
+def test_http_options() -> None:
+    """--allowed-host repeats; names are lower-cased, de-duplicated, IPv6 bracketed."""
+    options = parse(
+        [
+            "--transport",
+            "http",
+            "--endpoint",
+            "tcp:9000:interface=0.0.0.0",
+            "--allowed-host",
+            "MCP.Example.org",
+            "--allowed-host",
+            "mcp.example.org",
+            "--allowed-host",
+            "other.example:8443",
+            "--allowed-host",
+            "2001:db8::1",
+        ]
+    )
+    assert options["transport"] == "http"
+    assert options["endpoint"] == "tcp:9000:interface=0.0.0.0"
+    assert options["allowed_hosts"] == ("mcp.example.org", "other.example:8443", "[2001:db8::1]")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--transport", "pigeon"],
+        ["--allowed-host", "https://mcp.example.org/"],
+        ["--allowed-host", "two words"],
+        ["--allowed-host", ""],
+        ["--transport", "http", "--endpoint", "carrier-pigeon:8000"],
+        ["--transport", "http", "--endpoint", "tcp:eighty"],
+    ],
+)
+def test_bad_options_are_usage_errors(argv: list[str]) -> None:
+    """Bad transports, host names and endpoints are usage errors, not tracebacks."""
+    with pytest.raises(usage.UsageError):
+        parse(argv)
+
+
+# --- the .tac's environment ---------------------------------------------------------
+
+
+def test_options_from_env() -> None:
+    """The .tac reads transport, endpoint, hosts and settings from the environment given."""
+    options = tap.options_from_env(
+        {
+            "GOPHERGEM_ENDPOINT": "tcp:8123:interface=127.0.0.1",
+            "GOPHERGEM_ALLOWED_HOSTS": "a.example, b.example",
+            "GOPHER_TIMEOUT_SECONDS": "7",
+        }
+    )
+    assert options["transport"] == "http"
+    assert options["endpoint"] == "tcp:8123:interface=127.0.0.1"
+    assert options["allowed_hosts"] == ("a.example", "b.example")
+    assert options["config"].gopher.timeout_seconds == 7
+
+
+def test_options_from_env_stdio() -> None:
+    """GOPHERGEM_TRANSPORT=stdio makes the .tac a stdio server."""
+    assert tap.options_from_env({"GOPHERGEM_TRANSPORT": "stdio"})["transport"] == "stdio"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"GOPHERGEM_TRANSPORT": "smoke"},
+        {"GOPHERGEM_ENDPOINT": "nowhere"},
+        {"GOPHERGEM_ALLOWED_HOSTS": "http://x.example"},
+        {"GOPHER_TIMEOUT_SECONDS": "-1"},
+    ],
+)
+def test_options_from_env_errors(environ: dict[str, str]) -> None:
+    """A bad variable is a usage error naming it."""
+    with pytest.raises(usage.UsageError):
+        tap.options_from_env(environ)
+
+
+# --- where the endpoint listens ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "facts"),
+    [
+        ("tcp:8000:interface=127.0.0.1", (True, 8000)),
+        ("tcp:0:interface=127.0.0.1", (True, None)),
+        ("tcp:port=8001:interface=localhost", (True, 8001)),
+        ("tcp6:8000:interface=\\:\\:1", (True, 8000)),
+        ("tcp:8000:interface=127.0.0.2", (True, 8000)),
+        ("unix:/run/gophergem.sock", (True, None)),
+        ("tcp:8000", (False, 8000)),
+        ("tcp:8000:interface=0.0.0.0", (False, 8000)),
+        ("tcp6:8000:interface=\\:\\:", (False, 8000)),
+        ("ssl:443:privateKey=key.pem:certKey=cert.pem", (False, 443)),
+        ("systemd:domain=INET:index=0", (False, None)),
+    ],
+)
+def test_bind_facts(endpoint: str, facts: tuple[bool, int | None]) -> None:
+    """Loopback-only binds are recognised, with their fixed port."""
+    assert service._bind_facts(endpoint) == facts
+
+
+def test_loopback_endpoint_security() -> None:
+    """A loopback bind on a fixed port accepts loopback names on that port only."""
+    settings = service.endpoint_security("tcp:8000:interface=127.0.0.1")
+    assert settings.allowed_hosts == ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"]
+
+
+def test_public_endpoint_security() -> None:
+    """A bind beyond loopback accepts the allowed names, and loopback names on any port."""
+    settings = service.endpoint_security("tcp:8000", ("mcp.example.org",))
+    assert "mcp.example.org" in settings.allowed_hosts
+    assert "127.0.0.1:*" in settings.allowed_hosts
+
+
+def test_public_endpoint_without_names_is_logged() -> None:
+    """Binding beyond loopback with no --allowed-host logs what clients will see."""
+    with capturedLogs() as events:
+        service.endpoint_security("tcp:8000")
+    assert any("--allowed-host" in str(e.get("log_format")) for e in events)
+
+
+# --- the service tree ---------------------------------------------------------------
+
+
+OFFLINE = Config.from_mapping(
+    {"GEMINI_TOFU_ENABLED": "false", "GEMINI_CLIENT_CERTS_ENABLED": "false"}
+)
+
+
+def test_http_service_tree() -> None:
+    """HTTP: the lifespan service, then the port serving /mcp, /health and discovery."""
+    reactor = MemoryReactorClock()
+    top = service.makeService(
+        OFFLINE, reactor, transport="http", endpoint="tcp:0:interface=127.0.0.1"
+    )
+    lifespan, listener = list(top)
+    assert isinstance(lifespan, LifespanService)
+    assert isinstance(listener, StreamServerEndpointService)
+    root = listener.factory.resource
+    assert set(root.children) == {b"mcp", b"health", b".well-known"}
+    assert set(root.children[b".well-known"].children) == {b"agent.gopher", b"agent"}
+    listener.startService()
+    assert reactor.tcpServers[0][3] == "127.0.0.1"
+    listener.stopService()
+
+
+def test_stdio_service_tree() -> None:
+    """stdio: one stdio service carrying the configuration (for the policy resource)."""
+    top = service.makeService(OFFLINE, MemoryReactorClock(), transport="stdio")
+    (only,) = list(top)
+    assert isinstance(only, service.StdioMCPService)
+    assert only.config is OFFLINE
+
+
+def test_unknown_transport() -> None:
+    """makeService refuses a transport it does not know."""
+    with pytest.raises(ValueError, match="pigeon"):
+        service.makeService(OFFLINE, MemoryReactorClock(), transport="pigeon")
+
+
+def test_tap_builds_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    """twistd's makeService passes the HTTP options through to the wiring."""
+    seen: dict[str, object] = {}
+
+    def make(config: Config, **kwargs: object) -> object:
+        seen.update(kwargs, config=config)
+        return "tree"
+
+    monkeypatch.setattr(service, "makeService", make)
+    options = parse(["--transport", "http", "--allowed-host", "mcp.example.org"])
+    assert tap.makeService(options) == "tree"
+    assert seen["transport"] == "http"
+    assert seen["endpoint"] == "tcp:8000:interface=127.0.0.1"
+    assert seen["allowed_hosts"] == ("mcp.example.org",)
+    assert seen["stdout_fd"] == 1
