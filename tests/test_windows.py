@@ -107,3 +107,19 @@ def test_cache_ttl_zero_stores_nothing() -> None:
     cache = ResponseCache(MemoryReactorClock(), ttl=0)
     cache.put("a", 1)
     assert cache.get("a") is None and len(cache) == 0
+
+
+def test_cache_byte_budget() -> None:
+    """The cache also holds at most its byte budget, evicting the least recently used."""
+
+    class Body:
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+    cache = ResponseCache(MemoryReactorClock(), ttl=60, max_entries=100, max_bytes=1000)
+    cache.put("a", Body(400))
+    cache.put("b", Body(400))
+    cache.put("c", Body(400))
+    assert cache.get("a") is None and cache.get("b") and cache.get("c")
+    cache.put("huge", Body(5000))
+    assert cache.get("huge") is None and len(cache) == 2

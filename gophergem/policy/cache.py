@@ -16,7 +16,15 @@ from zope.interface import implementer
 
 from gophergem.interfaces import IResponseCache
 
-__all__ = ["ResponseCache"]
+__all__ = ["DEFAULT_MAX_BYTES", "ResponseCache"]
+
+#: The default byte budget of one protocol's cache.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _weight(value: object) -> int:
+    size = getattr(value, "size", 0)
+    return size if isinstance(size, int) else 0
 
 
 @implementer(IResponseCache)
@@ -40,7 +48,7 @@ class ResponseCache:
         if entry is None:
             return None
         if self.clock.seconds() - entry[1] >= self.ttl:
-            del self._entries[key]
+            self.discard(key)
             return None
         self._entries.move_to_end(key)
         return entry
@@ -48,17 +56,21 @@ class ResponseCache:
     def put(self, key: str, value: object) -> float:
         """Store C{value} under C{key}, evicting the least recently used."""
         now = self.clock.seconds()
-        if self.ttl <= 0:
+        if self.ttl <= 0 or _weight(value) > self.max_bytes:
             return now
+        self.discard(key)
         self._entries[key] = (value, now)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self._bytes += _weight(value)
+        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+            _, (evicted, _) = self._entries.popitem(last=False)
+            self._bytes -= _weight(evicted)
         return now
 
     def discard(self, key: str) -> None:
         """Forget C{key}."""
-        self._entries.pop(key, None)
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= _weight(entry[0])
 
     def __len__(self) -> int:
         return len(self._entries)
