@@ -31,7 +31,12 @@ def _weight(value: object) -> int:
 @attrs.define
 class ResponseCache:
     """
-    Keep at most C{max_entries} values, each fresh for C{ttl} seconds.
+    Keep at most C{max_entries} values and C{max_bytes} of them, each fresh
+    for C{ttl} seconds.
+
+    A value's weight is its C{size} attribute (the byte size of the response
+    it holds) when it has one.  Without the byte budget, a thousand entries
+    under a 1 MiB response cap could hold a gigabyte.
 
     @ivar clock: Where time is read from.
     @ivar ttl: Seconds an entry stays fresh; 0 disables the cache.
@@ -40,7 +45,9 @@ class ResponseCache:
     clock: IReactorTime
     ttl: float = 300
     max_entries: int = 1000
+    max_bytes: int = DEFAULT_MAX_BYTES
     _entries: OrderedDict[str, tuple[object, float]] = attrs.field(factory=OrderedDict, init=False)
+    _bytes: int = attrs.field(default=0, init=False)
 
     def get(self, key: str) -> tuple[object, float] | None:
         """Return C{(value, stored_at)} while fresh, else C{None} (and forget it)."""
