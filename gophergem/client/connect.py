@@ -14,6 +14,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address, IPv6Address, ip_address
 
 import attrs
+from twisted.internet import defer
 from twisted.internet import error as ierror
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
@@ -158,7 +159,12 @@ class Connector:
                 # buffering runs on our reactor, not the global one.
                 wire_factory = TLSMemoryBIOFactory(tls, True, factory, clock=self.reactor)
             try:
-                protocol = await endpoint.connect(wire_factory)
+                try:
+                    protocol = await endpoint.connect(wire_factory)
+                except ierror.ConnectingCancelledError:
+                    # Cancelled by the fetch's deadline: let addTimeout see a
+                    # cancellation, so the caller reports TIMEOUT.
+                    raise defer.CancelledError() from None
                 return protocol.wrappedProtocol if tls is not None else protocol
             except ierror.ConnectionRefusedError:
                 last = ConnectionFailed(

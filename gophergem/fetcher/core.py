@@ -21,6 +21,7 @@ from gophergem.client.connect import Connector
 from gophergem.client.gopher import GopherClientFactory, RawResponse
 from gophergem.config import GopherConfig
 from gophergem.errors import (
+    ConnectionFailed,
     GophergemError,
     InvalidRequest,
     NotFetchable,
@@ -172,8 +173,8 @@ class Fetcher:
         try:
             url = GopherURL.from_text(text)
             url, search_ignored = self._apply_search(url, search)
+            self._check_request(url, offset)  # before echoing anything back
             info = self._request_info(url, search_ignored)
-            self._check_request(url, offset)
             return await self._serve(url, info, offset, refresh)
         except GophergemError as error:
             return FetchFailure(request_info=info, error=error)
@@ -266,8 +267,16 @@ class Fetcher:
                 )
             )
         )
+        if not raw.data and kind is wire.Category.MENU:
+            # A menu has at least its "." line; nothing at all is a failure,
+            # never an empty menu.  (An empty text file is a text.)
+            raise ConnectionFailed(
+                message="The server closed the connection without sending a menu.",
+                temporary=True,
+            )
         download = self._parse(url, kind, raw, started)
-        if cache is not None:
+        if cache is not None and (raw.clean or raw.overflowed):
+            # A response cut by a broken connection is served, never replayed.
             cache.put(key, download)
         return download, False
 
@@ -304,7 +313,13 @@ class Fetcher:
         if kind is wire.Category.BINARY:
             mime = wire.sniff_mime_type(raw.data, url.item_type, url.selector)
             return _Download(kind, size, raw.overflowed, started, mime_type=mime)
-        return _Download(kind, size, raw.overflowed, started, text=wire.parse_text(raw.data))
+        return _Download(
+            kind,
+            size,
+            raw.overflowed,
+            started,
+            text=wire.parse_text(raw.data, truncated=raw.overflowed),
+        )
 
     # --- windows ----------------------------------------------------------
 

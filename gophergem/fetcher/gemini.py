@@ -94,6 +94,32 @@ def _strip_query(text: Any) -> str:
     return safe_echo(text.split("?", 1)[0].split("#", 1)[0])
 
 
+def _redact(result: GeminiResult, answer: str) -> GeminiResult:
+    """
+    Keep an input answer (perhaps a status-11 secret) out of what the
+    capsule says back: its prompt, redirect target, error text and message.
+    """
+    from urllib.parse import quote
+
+    spellings = sorted({answer, quote(answer, safe=""), quote(answer)}, key=len, reverse=True)
+
+    def clean(text: str) -> str:
+        for spelling in spellings:
+            if spelling:
+                text = text.replace(spelling, "[redacted]")
+        return text
+
+    if isinstance(result, RedirectResult):
+        return attrs.evolve(result, new_url=clean(result.new_url))
+    if isinstance(result, InputResult):
+        return attrs.evolve(result, prompt=clean(result.prompt))
+    if isinstance(result, CertificateResult):
+        return attrs.evolve(result, message=clean(result.message))
+    if isinstance(result, FetchFailure) and result.error.meta:
+        return attrs.evolve(result, error=attrs.evolve(result.error, meta=clean(result.error.meta)))
+    return result
+
+
 @attrs.frozen
 class _Download:
     """A complete Gemini 2x response as the cache keeps it."""
@@ -153,9 +179,10 @@ class GeminiPipeline:
                 if not isinstance(answer, str):
                     raise InvalidRequest(message="input must be a string.")
                 url = url.with_input(answer)
+            self._check(url, offset)  # before echoing anything back
             info = self._request_info(url)
-            self._check(url, offset)
-            return await self._serve(url, info, offset, refresh)
+            result = await self._serve(url, info, offset, refresh)
+            return _redact(result, answer) if answer else result
         except GophergemError as error:
             return FetchFailure(request_info=info, error=error)
         except Exception:
@@ -417,8 +444,15 @@ class GeminiPipeline:
             )
         text = charset = None
         if mime.type == "text":
-            decoded, charset = decode_text(response.body, mime.charset)
+            decoded, charset = decode_text(
+                response.body, mime.charset, truncated=response.overflowed
+            )
             text = sanitise(decoded.replace("\r\n", "\n"))
+            if response.overflowed and mime.essence == "text/gemini" and "\n" in text:
+                # The cap cut the last line: never parse half a line (half a
+                # link would be a URL the page never had).  The window still
+                # says size_capped.
+                text = text[: text.rindex("\n") + 1]
         return _Download(
             header=response.header,
             mime=mime,

@@ -340,6 +340,13 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     ) -> Elicit[Consent] | None:
         if not _can_ask(ctx) or action not in ("remove", "pin"):
             return None
+        try:
+            if action == "remove":
+                ops.pin_to_remove(pipeline.pins, host, port, fingerprint)
+            else:
+                ops.check_host(host, port)
+        except GophergemError:
+            return None  # the tool reports why; never ask about what cannot happen
         verb = "Remove the pinned certificate" if action == "remove" else "Pin the certificate"
         return Elicit(
             f"{verb} {fingerprint} for the Gemini server {host}:{port}? The assistant asked "
@@ -415,6 +422,11 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     ) -> Elicit[Consent] | None:
         if not _can_ask(ctx) or action not in ("create", "remove"):
             return None
+        if action == "remove":
+            try:
+                ops.identity_to_remove(pipeline.identities, url, fingerprint)
+            except GophergemError:
+                return None  # the tool reports why; never ask about what cannot happen
         if action == "create":
             question = (
                 f"Create a client identity (certificate) for {url}? Pages under it will see "

@@ -61,12 +61,19 @@ def classify_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
         return None
     try:
         raw = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return _error(types.PARSE_ERROR, "Parse error: the line is not valid JSON.")
     if isinstance(raw, list):
         return _error(
             types.INVALID_REQUEST, "JSON-RPC batches are not supported; send one message per line."
         )
+    if isinstance(raw, dict) and "id" in raw:
+        request_id = raw["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            # Not a notification (it has an id), yet the id cannot be echoed.
+            return _error(
+                types.INVALID_REQUEST, "Invalid Request: id must be a string or an integer."
+            )
     try:
         message = types.jsonrpc_message_adapter.validate_python(raw, by_name=False)
     except ValidationError:

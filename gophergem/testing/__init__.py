@@ -375,7 +375,10 @@ class MemoryNetwork:
             self.reactor.advance(0)  # run what is due now (e.g. TLS write aggregation)
             while self._seen < len(self.reactor.tcpClients):
                 host, port, factory, _timeout, _bind = self.reactor.tcpClients[self._seen]
+                connector = self.reactor.connectors[self._seen]
                 self._seen += 1
+                if getattr(connector, "stoppedConnecting", False):
+                    continue  # cancelled before the connection was made
                 self.attempts.append((host, port))
                 self._connect(host, port, factory)
                 progress = True

@@ -26,9 +26,11 @@ from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, parse_host
 __all__ = [
     "check_host",
     "create_identity",
+    "identity_to_remove",
     "list_identities",
     "list_pins",
     "pin_fingerprint",
+    "pin_to_remove",
     "remove_identity",
     "remove_pin",
 ]
@@ -41,6 +43,8 @@ def check_host(host: Any, port: Any = GEMINI_DEFAULT_PORT) -> tuple[str, int]:
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise InvalidRequest(message="port must be a number from 1 to 65535.")
     text = host.strip()
+    if len(text) > 255:
+        raise InvalidRequest(message="host is longer than a host name can be.")
     if text.count(":") > 1 and not text.startswith("["):
         text = f"[{text}]"  # a bare IPv6 address
     name, written_port = parse_host(text, 0, "gemini")
@@ -80,12 +84,13 @@ def list_pins(store: IPinStore | None, host: str | None = None) -> list[Pin]:
     return list(_pins(store).all(host))  # type: ignore[arg-type]
 
 
-def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
+def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
     """
-    Remove the pin of C{host}:C{port}, which must be C{fingerprint}.
+    Check a removal without doing it: the pin of C{host}:C{port}, which
+    must be C{fingerprint}.  Lets a caller ask the user only about a removal
+    that can happen.
 
-    @raise FingerprintMismatch: When no pin exists or it is another one;
-        nothing changes.
+    @raise FingerprintMismatch: When no pin exists or it is another one.
     """
     store = _pins(store)
     host, port = check_host(host, port)
@@ -100,7 +105,18 @@ def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) 
             "nothing was changed.",
             next_step="Read the current fingerprint with gemini_trust_list first.",
         )
-    store.remove(host, port)
+    return pinned
+
+
+def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
+    """
+    Remove the pin of C{host}:C{port}, which must be C{fingerprint}.
+
+    @raise FingerprintMismatch: When no pin exists or it is another one;
+        nothing changes.
+    """
+    pinned = pin_to_remove(store, host, port, fingerprint)
+    _pins(store).remove(pinned.host, pinned.port)
     return pinned
 
 
@@ -132,7 +148,10 @@ def pin_fingerprint(
 def _scope(url: Any) -> GeminiURL:
     if not isinstance(url, str):
         raise InvalidRequest(message="url must be a gemini:// URL.")
+    if len(url) > 1024:
+        raise InvalidRequest(message="url is longer than a Gemini URL can be (1024 bytes).")
     scope = GeminiURL.from_text(url)
+    scope.request_line()  # refuses a URL over the request-line limit
     if scope.query is not None:
         raise InvalidRequest(message="An identity's scope is a URL without a query.")
     return scope
@@ -171,9 +190,10 @@ def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Ident
     return identity
 
 
-def remove_identity(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
+def identity_to_remove(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
     """
-    Delete the identity of C{url}'s scope, which must have C{fingerprint}.
+    Check a removal without doing it: the identity of C{url}'s scope, which
+    must have C{fingerprint}.
 
     @raise FingerprintMismatch: When none exists there or it is another one.
     """
@@ -190,6 +210,16 @@ def remove_identity(store: IIdentityStore | None, url: Any, fingerprint: Any) ->
                     f"{wanted}; nothing was changed.",
                     next_step="Read it with gemini_client_cert_list first.",
                 )
-            store.remove(scope.host, scope.port, path)
             return existing
     raise FingerprintMismatch(message="No identity has exactly that scope; nothing was changed.")
+
+
+def remove_identity(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
+    """
+    Delete the identity of C{url}'s scope, which must have C{fingerprint}.
+
+    @raise FingerprintMismatch: When none exists there or it is another one.
+    """
+    existing = identity_to_remove(store, url, fingerprint)
+    _identities(store).remove(existing.host, existing.port, existing.path)
+    return existing

@@ -169,6 +169,15 @@ def selector_text(raw: bytes) -> str:
     return "".join(f"%{ord(c):02X}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
 
 
+#: Longest menu title kept; RFC 1436 suggests under 70 characters.
+MAX_TITLE_CHARS = 500
+
+
+def _clip(title: str) -> str:
+    """Cut a hostile overlong title so one line cannot flood a window."""
+    return title if len(title) <= MAX_TITLE_CHARS else title[: MAX_TITLE_CHARS - 1] + "…"
+
+
 def _split_lines(data: bytes) -> list[bytes]:
     """Split on LF, CRLF or a lone CR; a final unterminated line is kept."""
     data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -230,7 +239,7 @@ def parse_menu(data: bytes, origin_host: str = "", origin_port: int = GOPHER_DEF
             break
         if b"\t" not in line:
             # Display-only text: keep the whole line, type byte included.
-            title = sanitise_line(_decode_field(line, charset))
+            title = _clip(sanitise_line(_decode_field(line, charset)))
             items.append(MenuItem("i", title, b"", "", 0, ""))
             continue
         type_byte, rest = line[:1], line[1:]
@@ -238,7 +247,7 @@ def parse_menu(data: bytes, origin_host: str = "", origin_port: int = GOPHER_DEF
             type_byte, rest = b"", line
         item_type = type_byte.decode("latin-1")
         fields = rest.split(b"\t")
-        title = sanitise_line(_decode_field(fields[0], charset))
+        title = _clip(sanitise_line(_decode_field(fields[0], charset)))
         selector = fields[1] if len(fields) > 1 else b""
         raw_host = fields[2] if len(fields) > 2 else b""
         host = sanitise_line(raw_host.decode("utf-8", errors="replace")).strip().lower()
@@ -284,7 +293,7 @@ class TextBody:
     terminated: bool
 
 
-def parse_text(data: bytes) -> TextBody:
+def parse_text(data: bytes, *, truncated: bool = False) -> TextBody:
     """
     Read a text body: drop a final lone C{.} line and, only when that
     terminator was there, undo dot-stuffing (C{..} at a line start).  Line
@@ -301,7 +310,7 @@ def parse_text(data: bytes) -> TextBody:
         raw = b"\n".join(body_lines) + (b"\n" if body_lines else b"")
     else:
         raw = b"\n".join(lines)
-    text, charset = decode_text(raw)
+    text, charset = decode_text(raw, truncated=truncated)
     return TextBody(sanitise(text), charset, terminated)
 
 

@@ -15,6 +15,7 @@ gophergem:
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 import sys
@@ -31,35 +32,58 @@ _CP1252_PROSE = frozenset(b"\x80\x85\x91\x92\x93\x94\x96\x97\x99")
 _ASCII_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def decode_text(data: bytes, declared: str | None = None) -> tuple[str, str]:
+def decode_text(
+    data: bytes, declared: str | None = None, *, truncated: bool = False
+) -> tuple[str, str]:
     """
     Decode a text body.
 
     @param data: The raw bytes.
     @param declared: A charset the server declared (Gemini C{charset=}), if
-        any.  An unknown or unusable declaration falls back to detection.
+        any.  An unknown or unusable declaration falls back to detection, as
+        does UTF-8 declared for bytes that are not UTF-8.
+    @param truncated: The body was cut at the size cap, so a UTF-8 character
+        cut in half at the very end is dropped rather than taken as a sign
+        of another charset.
     @return: The text and the name of the charset used (lower case, e.g.
         C{"utf-8"}, C{"iso-8859-1"}, C{"windows-1252"}, C{"cp437"}).  Never
         raises.
     """
     if declared:
         name = declared.strip().strip('"').lower()
-        try:
-            text = data.decode(name)
-        except (LookupError, UnicodeDecodeError, ValueError):
-            pass
-        else:
-            if name in ("utf-8", "utf8"):
-                text = text.removeprefix("\ufeff")
-            return text, name
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
+        if _is_text_charset(name) and name not in ("utf-8", "utf8"):
+            return data.decode(name, errors="replace"), name
+    text = _utf8(data, truncated)
+    if text is not None:
+        return text, "utf-8"
     charset = _guess_8bit(data)
     return data.decode(charset, errors="replace"), charset
+
+
+def _is_text_charset(name: str) -> bool:
+    """Whether C{name} is a real text encoding (not, say, C{rot13} or C{zlib})."""
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):
+        return False
+    return getattr(info, "_is_text_encoding", True) and info.name not in _NOT_CHARSETS
+
+
+_NOT_CHARSETS = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode"})
+
+
+def _utf8(data: bytes, truncated: bool) -> str | None:
+    """Decode UTF-8 (a BOM dropped), or C{None} when the bytes are not UTF-8."""
+    data = data.removeprefix(_UTF8_BOM)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if truncated and error.reason == "unexpected end of data" and error.end == len(data):
+            try:
+                return data[: error.start].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return None
 
 
 def _guess_8bit(data: bytes) -> str:
