@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Install the Debian peers the integration tests drive (tests/integration):
-# gophernicus (a real Gopher server) and socat (runs it per connection on
-# loopback).  Does nothing when both are already there, so it is safe to run
-# on every CI job.  Works as root (containers, no sudo needed) or as a user
-# with sudo (hosted runners).
+# gophernicus (a real Gopher server), socat (runs it per connection on
+# loopback, and relays to molly-brown's private network namespace) and
+# molly-brown (a real Gemini server).  Does nothing when all are already
+# there, so it is safe to run on every CI job.  Works as root (containers, no
+# sudo needed) or as a user with sudo (hosted runners).
 set -euo pipefail
 
 GOPHERNICUS=/usr/sbin/gophernicus
+MOLLY_BROWN=/usr/bin/molly-brown
 
 have_peers() {
-    [ -x "$GOPHERNICUS" ] && command -v socat >/dev/null 2>&1
+    [ -x "$GOPHERNICUS" ] && [ -x "$MOLLY_BROWN" ] && command -v socat >/dev/null 2>&1
 }
 
 if have_peers; then
-    echo "peers.sh: gophernicus and socat already installed"
+    echo "peers.sh: gophernicus, molly-brown and socat already installed"
     exit 0
 fi
 
@@ -49,14 +51,14 @@ if [ ! -e "$policy" ]; then
 fi
 
 as_root apt-get update
-as_root apt-get install -y gophernicus socat
+as_root apt-get install -y gophernicus molly-brown socat
 
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     as_root systemctl disable --now gophernicus.socket >/dev/null 2>&1 || true
 fi
 
 if ! have_peers; then
-    echo "peers.sh: gophernicus or socat still missing after apt-get install" >&2
+    echo "peers.sh: gophernicus, molly-brown or socat still missing after apt-get install" >&2
     exit 1
 fi
-echo "peers.sh: installed gophernicus and socat"
+echo "peers.sh: installed gophernicus, molly-brown and socat"

@@ -338,3 +338,14 @@ def assert_same_core(structured: dict[str, Any], from_text: dict[str, Any]) -> N
             assert from_text.get(field) == structured.get(field), (
                 f"{kind}.{field} differs between text and structured"
             )
+
+
+# The Gemini peers (molly-brown, Jetforce) and their fixtures live in
+# gemini_peers.py; importing the fixtures here registers them for every module.
+from .gemini_peers import (  # noqa: E402, F401
+    gemini_certs,
+    gemini_env,
+    jetforce_server,
+    molly_brown,
+    molly_brown_own,
+)
