@@ -440,3 +440,31 @@ class ConfigTests(SynchronousTestCase):
         self.assertEqual(robots.effective_agents[:4], GEMINI_AGENTS)
         self.assertIn("GPTBot", robots.effective_agents)
         self.assertEqual((robots.ttl, robots.failure_backoff), (86400, 60))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("fail_open", [True, False])
+def test_target_errors_pass_through_unremembered(fail_open: bool) -> None:
+    """A probe refused for the target itself (SSRF, DNS, a new key) reports that, unremembered."""
+    from twisted.internet.defer import fail
+    from twisted.internet.task import Clock
+
+    from gophergem.errors import BlockedError, CertificateChanged
+    from gophergem.policy.robots import RobotsGate
+    from gophergem.wire.robots import GEMINI_AGENTS
+
+    calls = []
+
+    def fetch(host: str, port: int):  # type: ignore[no-untyped-def]
+        calls.append(host)
+        error = BlockedError(message="no") if len(calls) == 1 else CertificateChanged(message="k")
+        return fail(error)
+
+    gate = RobotsGate(Clock(), fetch, fail_open, GEMINI_AGENTS)
+    seen: list[object] = []
+    gate.check("h", 1965, ["/"]).addErrback(lambda f: seen.append(f.value))
+    gate.check("h", 1965, ["/"]).addErrback(lambda f: seen.append(f.value))
+    assert [type(e) for e in seen] == [BlockedError, CertificateChanged]
+    assert len(calls) == 2

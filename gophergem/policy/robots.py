@@ -28,7 +28,18 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from gophergem.config import GeminiConfig, GopherConfig
-from gophergem.errors import BlockedByRobots, GophergemError, RobotsUnavailable, SlowDown
+from gophergem.errors import (
+    BlockedByRobots,
+    BlockedError,
+    CertificateChanged,
+    CertificateExpired,
+    CertificateNotYetValid,
+    CertificateStoreUnavailable,
+    DNSError,
+    GophergemError,
+    RobotsUnavailable,
+    SlowDown,
+)
 from gophergem.errors import TimeoutError as FetchTimeout
 from gophergem.wire.robots import (
     AI_AGENTS,
@@ -63,10 +74,17 @@ class _Known:
 
 @attrs.frozen
 class _Failed:
-    """A probe that failed; the host is left alone until C{until}."""
+    """
+    A probe that failed; the host is left alone until C{until}.
+
+    @ivar as_is: The failure belongs to the target (refused, unresolvable,
+        its certificate): checks report C{cause} itself, whatever the gate's
+        fail-open setting.
+    """
 
     cause: GophergemError
     until: float
+    as_is: bool = False
 
 
 @attrs.define
@@ -209,6 +227,13 @@ class RobotsGate:
         if self._probes.get(key) is not probe:
             return  # abandoned and cancelled: nobody waits, nothing to remember
         cause = _as_error(reason)
+        if isinstance(cause, _TARGET_ERRORS):
+            # The host itself is refused or unreachable, or its certificate is:
+            # the fetch would meet the same error, so report it as it is (a
+            # CERTIFICATE_CHANGED must reach the user's consent flow) and
+            # back off not at all: the next check probes again.
+            self._settle(key, probe, _Failed(cause, self.clock.seconds(), as_is=True))
+            return
         backoff = self.failure_backoff
         if isinstance(cause, SlowDown) and cause.retry_after_seconds is not None:
             backoff = cause.retry_after_seconds
@@ -255,6 +280,8 @@ class RobotsGate:
     ) -> GophergemError | None:
         """The error refusing C{paths}, or C{None} when they may be fetched."""
         if isinstance(entry, _Failed):
+            if entry.as_is:
+                return entry.cause
             return None if self.fail_open else _unavailable(entry.cause, entry.until - now)
         rule = entry.rules.blocking_rule(self.effective_agents, paths)
         if rule is None:
@@ -267,6 +294,17 @@ class RobotsGate:
             meta=_quote_rule(rule),
             temporary=False,
         )
+
+
+#: Probe failures that belong to the target, not to its robots.txt.
+_TARGET_ERRORS = (
+    BlockedError,
+    DNSError,
+    CertificateChanged,
+    CertificateExpired,
+    CertificateNotYetValid,
+    CertificateStoreUnavailable,
+)
 
 
 def _unavailable(cause: GophergemError, left: float) -> RobotsUnavailable:
