@@ -466,7 +466,16 @@ class MollyBrown:
                     return f"status {proc.returncode}: {_log_tail(log)}"
             return None
 
+        logged = len(self.access_lines())
         wait_until_serving(self.port, cert, alive, f"molly-brown ({cert.name})")
+        # The readiness probe's own request is logged from a goroutine, just
+        # after the answer: wait for it, so a test's log mark taken now
+        # cannot see the probe land later as a request of its own.
+        deadline = time.monotonic() + 5.0
+        while ("20", self.url("/")) not in self.requests_since(logged):
+            if time.monotonic() > deadline:
+                raise RuntimeError("molly-brown never logged the readiness probe")
+            time.sleep(0.02)
 
     def stop_server(self) -> None:
         if self.inner is not None:
