@@ -19,10 +19,15 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gophergem._version import __version__
 from gophergem.config import SETTINGS, Config, ConfigError
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
+    from gophergem.results import FetchResult, GeminiResult
 
 __all__ = ["main"]
 
@@ -140,6 +145,7 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     from gophergem.url import scheme_of
 
     fetcher = build_fetcher(config, reactor)
+    d: Deferred[GeminiResult] | Deferred[FetchResult]
     if scheme_of(args.url) == "gemini":
         d = fetcher.gemini(args.url, input=args.input, offset=args.offset)
     else:

@@ -7,9 +7,13 @@ memory provider (in L{gophergem.testing}) can be swapped.
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv6Address
+from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
+
+if TYPE_CHECKING:
+    from gophergem.trust import Identity, Pin
 
 __all__ = ["IAddressPolicy", "IIdentityStore", "IPinStore", "IResolver", "IResponseCache"]
 
@@ -58,7 +62,7 @@ class IPinStore(Interface):
     one store: a write never loses another process's pins.
     """
 
-    def get(host: str, port: int) -> object:
+    def get(host: str, port: int) -> Pin | None:
         """Return the L{gophergem.trust.Pin} for C{host}:C{port}, or C{None}."""
 
     def put(pin: object) -> None:
@@ -79,7 +83,7 @@ class IIdentityStore(Interface):
     never leave the store except through L{credentials}.
     """
 
-    def find(host: str, port: int, path: str) -> object:
+    def find(host: str, port: int, path: str) -> Identity | None:
         """
         Return the L{gophergem.trust.Identity} whose scope covers the request,
         the one with the longest path prefix when several do, or C{None}.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.application.service import MultiService, Service
@@ -135,12 +135,15 @@ class StdioMCPService(Service):
     protocol: Any = attrs.field(default=None, init=False)
 
     def startService(self) -> None:
-        from twisted.internet.stdio import StandardIO
+        if TYPE_CHECKING:  # mypy reads stdio.StandardIO as the Windows one
+            from twisted.internet._posixstdio import StandardIO
+        else:
+            from twisted.internet.stdio import StandardIO
 
         from gophergem.mcp.server import build_server
         from gophergem.mcp.stdio import StdioMCPProtocol
 
-        super().startService()
+        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         if self.config is not None:
             server = build_mcp_server(self.fetcher, self.config)
         else:
@@ -247,7 +250,7 @@ def build_site(
     from gophergem.mcp.web import BodyCappedRequest, mcp_resource
 
     resource = mcp_resource(server, security=security)
-    root = Directory()
+    root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
     root.putChild(b"mcp", resource)
     add_discovery(root, server, config, mcp_path="/mcp")
     return Site(root, requestFactory=BodyCappedRequest, reactor=reactor), resource
@@ -284,7 +287,8 @@ def makeService(
     top = MultiService()
     fetcher = build_fetcher(config, reactor, resolver)
     if transport == "stdio":
-        StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config).setServiceParent(top)
+        # Service.setServiceParent is unannotated in Twisted.
+        StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config).setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
     from twisted.application import strports
 
@@ -297,7 +301,7 @@ def makeService(
         security=endpoint_security(endpoint, allowed_hosts),
     )
     # Started in this order, stopped in reverse: the port closes, then the
-    # endpoint drains and its lifespan ends.
-    LifespanService(resource, reactor).setServiceParent(top)
+    # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)
+    LifespanService(resource, reactor).setServiceParent(top)  # type: ignore[no-untyped-call]
     strports.service(endpoint, site, reactor=reactor).setServiceParent(top)
     return top

@@ -52,7 +52,7 @@ class Options(usage.Options):
     """Where settings not given as options are read; the process environment by default."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         self["allowed_hosts"] = []
 
     def opt_allowed_host(self, name: str) -> None:
@@ -115,7 +115,7 @@ def options_from_env(environ: Mapping[str, str]) -> Options:
             argv += ["--allowed-host", name.strip()]
     options = Options()
     options.environ = environ
-    options.parseOptions(argv)
+    options.parseOptions(argv)  # type: ignore[no-untyped-call]  # Twisted: unannotated
     return options
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 from cryptography import x509
@@ -50,6 +50,19 @@ from gophergem.errors import (
 )
 from gophergem.policy.addresses import parse_ip_literal
 from gophergem.trust import Pin
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+
+    # The private key types pyOpenSSL's Context.use_privatekey accepts; it
+    # raises TypeError on the others load_pem_private_key can return.
+    _OpenSSLPrivateKey = (
+        dsa.DSAPrivateKey
+        | ec.EllipticCurvePrivateKey
+        | ed25519.Ed25519PrivateKey
+        | ed448.Ed448PrivateKey
+        | rsa.RSAPrivateKey
+    )
 
 __all__ = [
     "CLOCK_SKEW_SECONDS",
@@ -341,7 +354,8 @@ class GeminiTLSCreator:
         if self.credentials is not None:
             cert_pem, key_pem = self.credentials
             context.use_certificate(x509.load_pem_x509_certificate(cert_pem))
-            context.use_privatekey(load_pem_private_key(key_pem, password=None))
+            key = load_pem_private_key(key_pem, password=None)
+            context.use_privatekey(cast("_OpenSSLPrivateKey", key))
         return context
 
     def clientConnectionForTLS(self, tlsProtocol: Any) -> SSL.Connection:

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
-from twisted.internet.defer import AlreadyCalledError, Deferred
+from twisted.internet.defer import Deferred
 from twisted.logger import LogEvent, formatEvent, globalLogPublisher
 
 from gophergem.mcp.results import GeminiPayload, GopherPayload, compact_text, payload

@@ -23,7 +23,7 @@ def net() -> MemoryNetwork:
 
 
 def test_menu_walk(net: MemoryNetwork) -> None:
-    """A 5,000-item menu read by offset until next_offset is null comes back whole, from one download."""
+    """A 5,000-item menu read by offset until next_offset is null comes back whole, one download."""
     lines = b"".join(b"0Item %d\t/i/%d\tbig.example\t70\r\n" % (n, n) for n in range(5000))
     server = net.listen(HOST_IP, 70, FakeGopherServer({b"": lines + b".\r\n"}))
     fetcher = net.fetcher(max_menu_items=1000)
@@ -90,7 +90,7 @@ def test_latin1_text(net: MemoryNetwork) -> None:
 
 
 def test_cache_ttl_and_lru() -> None:
-    """Entries expire after the TTL on the injected clock, and the least recently used goes first."""
+    """Entries expire after the TTL on the fake clock, and the least recently used goes first."""
     clock = MemoryReactorClock()
     cache = ResponseCache(clock, ttl=10, max_entries=2)
     cache.put("a", 1)

@@ -12,6 +12,7 @@ else.  TLS (SNI, trust on first use) keeps the host name.
 from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv6Address, ip_address
+from typing import cast
 
 import attrs
 from twisted.internet import defer
@@ -26,10 +27,11 @@ from twisted.internet.interfaces import (
     IProtocol,
     IProtocolFactory,
     IReactorTCP,
+    IReactorTime,
     IResolutionReceiver,
 )
 from twisted.logger import Logger
-from twisted.protocols.tls import TLSMemoryBIOFactory
+from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from zope.interface import implementer
 
 from gophergem.errors import BlockedError, ConnectionFailed, DNSError, GophergemError
@@ -157,7 +159,8 @@ class Connector:
             if tls is not None:
                 # Built here rather than with wrapClientTLS so that TLS's write
                 # buffering runs on our reactor, not the global one.
-                wire_factory = TLSMemoryBIOFactory(tls, True, factory, clock=self.reactor)
+                clock = cast(IReactorTime, self.reactor)  # documented: it provides both
+                wire_factory = TLSMemoryBIOFactory(tls, True, factory, clock=clock)
             try:
                 try:
                     protocol = await endpoint.connect(wire_factory)
@@ -165,7 +168,9 @@ class Connector:
                     # Cancelled by the fetch's deadline: let addTimeout see a
                     # cancellation, so the caller reports TIMEOUT.
                     raise defer.CancelledError() from None
-                return protocol.wrappedProtocol if tls is not None else protocol
+                if tls is not None:
+                    return cast(TLSMemoryBIOProtocol, protocol).wrappedProtocol
+                return protocol
             except ierror.ConnectionRefusedError:
                 last = ConnectionFailed(
                     message=f"The server refused the connection on port {port}.",

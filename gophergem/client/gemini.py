@@ -19,7 +19,7 @@ import attrs
 from OpenSSL import SSL
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone
-from twisted.internet.interfaces import IHandshakeListener
+from twisted.internet.interfaces import IHandshakeListener, ITCPTransport
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -66,6 +66,9 @@ class GeminiClientProtocol(Protocol):
         L{GophergemError}.
     """
 
+    # Connected through TLSMemoryBIOProtocol, so abortConnection is there.
+    transport: ITCPTransport | None
+
     def __init__(self, request: bytes, limit: int, on_handshake: Callable[[], None]) -> None:
         self._request = request
         self._on_handshake = on_handshake
@@ -82,6 +85,7 @@ class GeminiClientProtocol(Protocol):
 
     def _fail(self, error: GophergemError) -> None:
         self._error = error
+        assert self.transport is not None
         self.transport.abortConnection()
 
     def handshakeCompleted(self) -> None:
@@ -91,6 +95,7 @@ class GeminiClientProtocol(Protocol):
         except GophergemError as error:
             self._fail(error)
             return
+        assert self.transport is not None
         self.transport.write(self._request)
 
     def dataReceived(self, data: bytes) -> None:
@@ -107,6 +112,7 @@ class GeminiClientProtocol(Protocol):
             self._header = header
             data = self._parser.rest
         if self._body.feed(data):
+            assert self.transport is not None
             self.transport.abortConnection()
 
     def connectionLost(self, reason: Failure = Failure(ConnectionDone())) -> None:  # noqa: B008

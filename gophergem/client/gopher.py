@@ -14,6 +14,7 @@ from __future__ import annotations
 import attrs
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone
+from twisted.internet.interfaces import ITCPTransport
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
@@ -47,6 +48,9 @@ class GopherClientProtocol(Protocol):
         L{ConnectionFailed} when the connection broke before any byte arrived.
     """
 
+    # Connected over TCP (or TLS over TCP), so abortConnection is there.
+    transport: ITCPTransport | None
+
     def __init__(self, request: bytes, limit: int, menu: bool = False) -> None:
         self._request = request
         self._buffer = ResponseBuffer(limit)
@@ -59,9 +63,11 @@ class GopherClientProtocol(Protocol):
             self.transport.abortConnection()
 
     def connectionMade(self) -> None:
+        assert self.transport is not None
         self.transport.write(self._request)
 
     def dataReceived(self, data: bytes) -> None:
+        assert self.transport is not None
         if self._buffer.feed(data):
             self.transport.abortConnection()
         elif self._menu and self._buffer.ends_menu():

@@ -52,7 +52,8 @@ __all__ = ["MAX_BATCH", "Fetcher"]
 log = Logger()
 
 MAX_BATCH = 50
-_T = TypeVar("_T")
+# What a window is cut from: a menu's items or a text body (a slice keeps the type).
+_Windowed = TypeVar("_Windowed", tuple[wire.MenuItem, ...], str)
 
 
 @attrs.frozen
@@ -365,8 +366,8 @@ class Fetcher:
 
 
 def _window(
-    whole: Sequence[_T] | str, offset: int, size: int, capped: bool, unit: str
-) -> tuple[Window, Sequence[_T] | str]:  # type: ignore[type-var]
+    whole: _Windowed, offset: int, size: int, capped: bool, unit: str
+) -> tuple[Window, _Windowed]:
     total = len(whole)
     if offset > total or (offset == total and total > 0):
         raise InvalidRequest(

@@ -247,10 +247,10 @@ class GeminiPipeline:
         if self.identities is not None and self.config.client_certs_enabled:
             identity = self.identities.find(url.host, url.port, url.path)
         key = url.to_text() + (f" #identity={identity.fingerprint}" if identity else "")
-        cacheable = self.cache is not None and self.config.cache_enabled and url.query is None
-        if cacheable and refresh:
-            self.cache.discard(key)
-        cached = self.cache.get(key) if cacheable and not refresh else None
+        cache = self.cache if self.config.cache_enabled and url.query is None else None
+        if cache is not None and refresh:
+            cache.discard(key)
+        cached = cache.get(key) if cache is not None and not refresh else None
         if cached is not None:
             download = cached[0]
             assert isinstance(download, _Download)
@@ -266,8 +266,8 @@ class GeminiPipeline:
                 return self._status_result(url, info, header)
             download = self._download(response, tls)
             self._board.clear(url.host, url.port)
-            if cacheable:
-                self.cache.put(key, download)
+            if cache is not None:
+                cache.put(key, download)
             return self._render(url, info, download, offset, from_cache=False)
         except GophergemError as error:
             # Failures after the exchange keep what we learnt about the connection.
@@ -292,6 +292,7 @@ class GeminiPipeline:
             await self._pacer.turn(url.host)
         credentials = None
         if identity is not None:
+            assert self.identities is not None  # the identity was found there
             credentials = self.identities.credentials(identity)
         pins = self.pins if config.tofu_enabled else None
 

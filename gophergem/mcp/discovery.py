@@ -191,7 +191,7 @@ class AgentResource(Resource):
         mcp_path: str = "/mcp",
         drill_down: bool = True,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         self._server = server
         self._mcp_path = mcp_path
         self._drill_down = drill_down
@@ -366,10 +366,11 @@ def add_discovery(
     Put C{/health}, C{/.well-known/agent.gopher} and C{/.well-known/agent/}
     under C{root} (which must be the site's root), next to what is there.
     """
-    root.putChild(b"health", HealthResource())
+    # Resource.__init__ is unannotated in Twisted.
+    root.putChild(b"health", HealthResource())  # type: ignore[no-untyped-call]
     well_known = root.getStaticEntity(b".well-known")
     if well_known is None:
-        well_known = Directory()
+        well_known = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         root.putChild(b".well-known", well_known)
     well_known.putChild(
         b"agent.gopher", AgentResource(server, config, mcp_path=mcp_path, drill_down=False)

@@ -148,7 +148,7 @@ class ToolErrorPayload(_Model):
 def _union(*models: type[BaseModel]) -> type[RootModel[Any]]:
     union = Annotated[models[0] | models[1], Field(discriminator="kind")]  # type: ignore[valid-type]
 
-    class Payload(RootModel[union]):  # type: ignore[valid-type]
+    class Payload(RootModel[union]):
         model_config = ConfigDict(json_schema_extra={"type": "object"})
 
     Payload.__name__ = models[0].__name__.replace("Payload", "Result")
@@ -171,6 +171,11 @@ def _can_ask(ctx: Context[Any, Any]) -> bool:
     capabilities = ctx.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+# _CONSENT: a tool's "consent" parameter is None when its resolver asked nobody,
+# yet its annotation cannot say "| None": the SDK reads it, and would then
+# unwrap the outcome (a decline would abort the call) instead of passing it on.
 
 
 def _asked(answer: Any) -> bool:
@@ -280,7 +285,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         ] = 0,
         refresh: Annotated[bool, Field(description="Fetch afresh, not from the cache.")] = False,
         result: Annotated[Any, Resolve(fetched)] = None,
-        consent: Annotated[ElicitationResult[Consent], Resolve(trust_new_key)] = None,
+        consent: Annotated[ElicitationResult[Consent], Resolve(trust_new_key)] = None,  # type: ignore[assignment]  # see _CONSENT
     ) -> Annotated[CallToolResult, GeminiPayload]:
         """Fetch one Gemini URL through the shared fetcher."""
         if isinstance(result, FetchFailure) and isinstance(result.error, CertificateChanged):
@@ -374,7 +379,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
             ),
         ],
         port: Annotated[int, Field(description="The port (1965 by default).")] = 1965,
-        consent: Annotated[ElicitationResult[Consent], Resolve(confirm_trust_update)] = None,
+        consent: Annotated[ElicitationResult[Consent], Resolve(confirm_trust_update)] = None,  # type: ignore[assignment]  # see _CONSENT
     ) -> Annotated[CallToolResult, TrustUpdateResult]:
         """Remove or set a pin, after asking the user when the client can be asked."""
         if not _may_proceed(consent):
@@ -448,7 +453,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         fingerprint: Annotated[
             str | None, Field(description="The identity's fingerprint (required for remove).")
         ] = None,
-        consent: Annotated[ElicitationResult[Consent], Resolve(confirm_cert_update)] = None,
+        consent: Annotated[ElicitationResult[Consent], Resolve(confirm_cert_update)] = None,  # type: ignore[assignment]  # see _CONSENT
     ) -> Annotated[CallToolResult, ClientCertUpdateResult]:
         """Create or remove an identity, after asking the user when the client can be asked."""
         if not _may_proceed(consent):

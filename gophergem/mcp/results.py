@@ -547,7 +547,8 @@ INCOMPLETE_NOTE = (
 def _incomplete(out: dict[str, Any], incomplete: bool) -> dict[str, Any]:
     if incomplete:
         out["incomplete"] = True
-        out["note"] = (out.get("note") + " " if out.get("note") else "") + INCOMPLETE_NOTE
+        note: str | None = out.get("note")
+        out["note"] = (note + " " if note else "") + INCOMPLETE_NOTE
     return out
 
 
@@ -638,7 +639,7 @@ def _url_type(url: str) -> str:
 
 def _compact(value: Any, key: str = "") -> Any:
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for k, v in value.items():
             if v is None or (k in _DROP_WHEN_FALSE and v is False):
                 continue

@@ -211,10 +211,12 @@ class StdioMCPProtocol(Protocol):
         self._pipe: MessagePipe | None = None
 
     def connectionMade(self) -> None:
+        assert self.transport is not None
         self._pipe = MessagePipe(self._server, self.transport.write, self._drain_seconds)
         self._pipe.start().addBoth(self._ended)
 
     def _ended(self, result: object) -> None:
+        assert self.transport is not None
         self.transport.loseConnection()
 
     def dataReceived(self, data: bytes) -> None:

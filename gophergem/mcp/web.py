@@ -123,7 +123,7 @@ class BodyCappedRequest(server.Request):
             self.requestHeaders.removeHeader(b"Expect")
             self._refuse_body()
             return
-        super().gotLength(length)
+        super().gotLength(length)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def handleContentChunk(self, data: bytes) -> None:
         if self.body_refused:
@@ -132,7 +132,7 @@ class BodyCappedRequest(server.Request):
         if self._received > self.max_body_size:
             self._refuse_body()
             return
-        super().handleContentChunk(data)
+        super().handleContentChunk(data)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def _refuse_body(self) -> None:
         self.body_refused = True
@@ -149,7 +149,7 @@ class BodyCappedRequest(server.Request):
 
     def process(self) -> None:
         if not self.body_refused:
-            super().process()
+            super().process()  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
 
 class _State(enum.Enum):
@@ -319,7 +319,7 @@ class ASGIResource(Resource):
         *,
         max_body_size: int = MAX_BODY_SIZE,
     ) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         self._app = app
         self._lifespan = lifespan
         self._max_body_size = max_body_size
@@ -440,7 +440,7 @@ class LifespanService(Service):
         self._pending: IDelayedCall | None = None
 
     def startService(self) -> None:
-        super().startService()
+        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         # twistd starts services before the reactor (and its asyncio loop)
         # runs; begin once the loop turns.
         self._pending = self._reactor.callLater(0, self._begin)
@@ -461,7 +461,7 @@ class LifespanService(Service):
             log.info("MCP endpoint stopped")
 
     def stopService(self) -> Deferred[None]:
-        super().stopService()
+        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         if self._pending is not None and self._pending.active():
             self._pending.cancel()
             self._pending = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, overload
 
 import attrs
 from twisted.internet.defer import Deferred, DeferredSemaphore, maybeDeferred, succeed
@@ -163,6 +163,24 @@ class ConcurrencyCap:
     def queued(self) -> int:
         """How many operations wait for a place."""
         return 0 if self._semaphore is None else len(self._semaphore.waiting)
+
+    # The same three overloads as Twisted's DeferredSemaphore.run: with one
+    # union signature, a callable returning Deferred[X] would infer _T = Never.
+    @overload
+    def run(
+        self, f: Callable[_P, Deferred[_T]], *args: _P.args, **kwargs: _P.kwargs
+    ) -> Deferred[_T]: ...
+
+    @overload
+    def run(
+        self,
+        f: Callable[_P, Coroutine[Deferred[Any], Any, _T]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> Deferred[_T]: ...
+
+    @overload
+    def run(self, f: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> Deferred[_T]: ...
 
     def run(
         self,

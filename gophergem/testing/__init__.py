@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from ipaddress import IPv4Address, IPv6Address, ip_address
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 from twisted.internet.address import IPv4Address as TwistedIPv4Address
@@ -38,6 +38,9 @@ from zope.interface import implementer
 from gophergem.config import Config
 from gophergem.errors import DNSError
 from gophergem.interfaces import IResolver
+
+if TYPE_CHECKING:
+    from gophergem.tls import _OpenSSLPrivateKey
 
 __all__ = [
     "FakeGeminiServer",
@@ -99,13 +102,14 @@ class _GopherServerProtocol(Protocol):
         selector, tab, search = line.partition(b"\t")
         response = self.factory.responses.get(selector, self.factory.missing)
         body = response(search if tab else None) if callable(response) else response
+        assert self.transport is not None
         self.transport.write(body)
         if self.factory.close:
             self.transport.loseConnection()
 
 
 @attrs.define(eq=False)
-class FakeGopherServer(Factory):
+class FakeGopherServer(Factory[_GopherServerProtocol]):
     """
     A Gopher server answering from C{responses} (selector bytes to response).
 
@@ -164,7 +168,7 @@ def make_certificate(
     from cryptography.x509.oid import NameOID
 
     key = key or ec.generate_private_key(ec.SECP256R1())
-    now = (
+    current = (
         datetime.datetime.now(datetime.UTC)
         if now is None
         else datetime.datetime.fromtimestamp(now, datetime.UTC)
@@ -172,12 +176,12 @@ def make_certificate(
     start = (
         datetime.datetime.fromtimestamp(not_before, datetime.UTC)
         if not_before is not None
-        else now - datetime.timedelta(days=1)
+        else current - datetime.timedelta(days=1)
     )
     end = (
         datetime.datetime.fromtimestamp(not_after, datetime.UTC)
         if not_after is not None
-        else now + datetime.timedelta(days=365)
+        else current + datetime.timedelta(days=365)
     )
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hostname)])
     cert = (
@@ -218,7 +222,8 @@ class ServerTLS:
         context = SSL.Context(SSL.TLS_SERVER_METHOD)
         context.set_min_proto_version(SSL.TLS1_2_VERSION)
         context.use_certificate(x509.load_pem_x509_certificate(self.certificate_pem))
-        context.use_privatekey(load_pem_private_key(self.key_pem, password=None))
+        key = load_pem_private_key(self.key_pem, password=None)
+        context.use_privatekey(cast("_OpenSSLPrivateKey", key))
         context.set_verify(SSL.VERIFY_PEER, lambda *args: True)
         context.set_session_id(b"gophergem-testing")
         return context
@@ -246,6 +251,7 @@ class _GeminiServerProtocol(Protocol):
             return
         self._answered = True
         request = self._buffer.split(b"\r\n", 1)[0]
+        assert self.transport is not None
         peer = (
             self.transport.getPeerCertificate()
             if hasattr(self.transport, "getPeerCertificate")
@@ -264,7 +270,7 @@ class _GeminiServerProtocol(Protocol):
 
 
 @attrs.define(eq=False)
-class FakeGeminiServer(Factory):
+class FakeGeminiServer(Factory[_GeminiServerProtocol]):
     """
     A Gemini server answering from C{routes}: a path (without query) to the
     whole response (header and body) or a callable taking the request URL.
@@ -277,7 +283,7 @@ class FakeGeminiServer(Factory):
     @ivar close: Close (with TLS close_notify) after answering.
     """
 
-    routes: dict[str, Response | Callable[[str], bytes]] = attrs.field(factory=dict)
+    routes: dict[str, bytes | Callable[[str], bytes]] = attrs.field(factory=dict)
     missing: bytes = b"51 Not found\r\n"
     close: bool = True
     requests: list[bytes] = attrs.field(factory=list)

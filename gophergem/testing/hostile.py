@@ -50,7 +50,7 @@ import argparse
 import ipaddress
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import attrs
@@ -71,6 +71,9 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from gophergem.testing import make_certificate
+
+if TYPE_CHECKING:
+    from gophergem.tls import _OpenSSLPrivateKey
 
 __all__ = [
     "BEHAVIOURS",
@@ -672,8 +675,8 @@ class HostileTLS:
         if self.max_version is not None:
             context.set_min_proto_version(0)
             context.set_max_proto_version(self.max_version)
-        context.use_certificate(x509.load_pem_x509_certificate(cert_pem))  # type: ignore[arg-type]
-        context.use_privatekey(load_pem_private_key(key_pem, None))  # type: ignore[arg-type]
+        context.use_certificate(x509.load_pem_x509_certificate(cert_pem))
+        context.use_privatekey(cast("_OpenSSLPrivateKey", load_pem_private_key(key_pem, None)))
         return context
 
     def serverConnectionForTLS(self, tlsProtocol: Any) -> Any:

@@ -33,7 +33,7 @@ async def call(session: Any, tool: str, **arguments: Any) -> tuple[Any, dict[str
 
 
 def test_loopback_blocked_by_default(gopher_server: GopherServer, mcp_env: dict[str, str]) -> None:
-    """With default settings a loopback target is BLOCKED, for both protocols; nothing is fetched."""
+    """By default a loopback target is BLOCKED, for both protocols; nothing is fetched."""
 
     async def body() -> None:
         async with mcp_session(defaults_env(mcp_env)) as session:
@@ -80,7 +80,7 @@ def test_robots_txt_honoured(gopher_server: GopherServer, mcp_env: dict[str, str
 
 
 def test_same_host_paced(gopher_server: GopherServer, mcp_env: dict[str, str]) -> None:
-    """At the default 60 requests a minute, two fetches of one host start at least a second apart."""
+    """At the default 60 requests/minute, two fetches of one host start at least a second apart."""
     env = defaults_env(mcp_env, GOPHER_ALLOW_LOCAL_HOSTS="true", GOPHER_RESPECT_ROBOTS_TXT="false")
 
     async def body() -> float:
