@@ -2,7 +2,8 @@
 # Install the Debian peers the integration tests drive (tests/integration):
 # gophernicus (a real Gopher server), socat (runs it per connection on
 # loopback, and relays to molly-brown's private network namespace) and
-# molly-brown (a real Gemini server).  Does nothing when all are already
+# molly-brown (a real Gemini server), and npm (which .ci/node.sh uses to
+# fetch Node 22 and the MCP conformance tools).  Does nothing when all are already
 # there, so it is safe to run on every CI job.  Works as root (containers, no
 # sudo needed) or as a user with sudo (hosted runners).
 set -euo pipefail
@@ -11,11 +12,12 @@ GOPHERNICUS=/usr/sbin/gophernicus
 MOLLY_BROWN=/usr/bin/molly-brown
 
 have_peers() {
-    [ -x "$GOPHERNICUS" ] && [ -x "$MOLLY_BROWN" ] && command -v socat >/dev/null 2>&1
+    [ -x "$GOPHERNICUS" ] && [ -x "$MOLLY_BROWN" ] && command -v socat >/dev/null 2>&1 \
+        && command -v npm >/dev/null 2>&1
 }
 
 if have_peers; then
-    echo "peers.sh: gophernicus, molly-brown and socat already installed"
+    echo "peers.sh: gophernicus, molly-brown, socat and npm already installed"
     exit 0
 fi
 
@@ -50,15 +52,19 @@ if [ ! -e "$policy" ]; then
     as_root chmod 0755 "$policy"
 fi
 
+# npm only when there is none: where Node came from elsewhere (NodeSource
+# ships npm inside its nodejs package) Debian's npm would fight it.
+packages=(gophernicus molly-brown socat)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 as_root apt-get update
-as_root apt-get install -y gophernicus molly-brown socat
+as_root apt-get install -y "${packages[@]}"
 
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     as_root systemctl disable --now gophernicus.socket >/dev/null 2>&1 || true
 fi
 
 if ! have_peers; then
-    echo "peers.sh: gophernicus, molly-brown or socat still missing after apt-get install" >&2
+    echo "peers.sh: gophernicus, molly-brown, socat or npm still missing after apt-get install" >&2
     exit 1
 fi
-echo "peers.sh: installed gophernicus, molly-brown and socat"
+echo "peers.sh: installed gophernicus, molly-brown, socat and npm"
