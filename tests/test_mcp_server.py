@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from gophergem.mcp.server import build_server
 from tests.mcp_helpers import network, run_with_network
@@ -80,6 +81,43 @@ def test_error_result_sets_is_error() -> None:
     assert result.is_error is True
     assert result.structured_content["error"]["code"] == "NOT_FETCHABLE"
     jsonschema.validate(result.structured_content, schema_of(tools, "gopher_fetch"))
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+def protocol_error(name: str) -> MCPError:
+    """The MCPError that calling tool C{name} raises in the client."""
+    raised: list[BaseException] = []
+    try:
+        call(name, {})
+    except* MCPError as group:  # the in-process client raises from its task group
+        raised.extend(leaves(group))
+    assert len(raised) == 1 and isinstance(raised[0], MCPError), raised
+    return raised[0]
+
+
+def test_unknown_tool_is_a_protocol_error() -> None:
+    """
+    A call of a tool that does not exist is a JSON-RPC error, -32602, naming
+    it (clipped): not a result, which would read as "the tool ran and failed".
+    """
+    error = protocol_error("gopher_delete_everything").error
+    assert error.code == -32602
+    assert "gopher_delete_everything" in error.message
+
+    error = protocol_error("x" * 10_000).error
+    assert error.code == -32602
+    assert len(error.message) < 200
+
+
+def test_known_tool_with_bad_arguments_stays_a_result() -> None:
+    """Only the unknown name is a protocol error: bad arguments are a tool result."""
+    _, result = call("gopher_fetch", {"url": 7})
+    assert result.is_error is True
 
 
 def test_wrong_scheme_names_the_right_tool() -> None:

@@ -15,8 +15,16 @@ import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    InputRequiredResult,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import Field
 from twisted.internet.defer import Deferred
 
@@ -30,7 +38,14 @@ from gophergem.mcp.results import (
     payload,
 )
 
-__all__ = ["INSTRUCTIONS", "batch_result", "build_server", "tool_result", "wait_for"]
+__all__ = [
+    "INSTRUCTIONS",
+    "GophergemServer",
+    "batch_result",
+    "build_server",
+    "tool_result",
+    "wait_for",
+]
 
 INSTRUCTIONS = """\
 gophergem fetches gopher:// and gemini:// resources for you. Rules:
@@ -103,13 +118,36 @@ async def batch_result(start: Callable[[], Deferred[list[Any]]]) -> CallToolResu
     return tool_result({"result": [payload(r) for r in results]}, error=False)
 
 
-def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> MCPServer[Any]:
+class GophergemServer(MCPServer[Any]):
+    """
+    The SDK server, answering a call of an unknown tool as the specification
+    asks: a JSON-RPC error (-32602, invalid params), not a tool result.
+
+    The SDK reports it as an C{isError} result, which a client (and the
+    conformance suite) reads as "the tool ran and failed".  Tool failures
+    proper stay results: every gophergem tool returns its errors as such.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError:
+            # Only on the error path: a known tool's own failure goes on as is.
+            if name in {tool.name for tool in await self.list_tools()}:
+                raise
+            shown = name if len(name) <= 80 else name[:80] + "..."
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {shown!r}") from None
+
+
+def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> GophergemServer:
     """
     Build the SDK server with gophergem's tools bound to C{fetcher}.
 
     The caller runs it on the asyncio loop that Twisted's reactor also uses.
     """
-    server: MCPServer[Any] = MCPServer(
+    server = GophergemServer(
         name=name,
         title="gophergem",
         version=__version__,

@@ -232,9 +232,12 @@ def test_missing_required_arguments(session: RawMCP, tool: str, arguments: dict[
 
 @pytest.mark.parametrize("arguments", [{}, None, "not an object", [1, 2]])
 def test_unknown_tool(session: RawMCP, arguments: Any) -> None:
-    """An unknown tool is a clear error, whatever arguments come with it."""
+    """
+    An unknown tool is a JSON-RPC error (-32602) naming it, whatever
+    arguments come with it: a protocol error, not a tool that ran and failed.
+    """
     reply = session.call("gopher_delete_everything", arguments)
-    assert is_error(reply), reply
+    assert reply["error"]["code"] == -32602, reply
     text = error_text(reply)
     assert "gopher_delete_everything" in text or "Invalid" in text, reply
 

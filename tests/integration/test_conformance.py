@@ -399,19 +399,7 @@ SCENARIOS = [
 ]
 
 # Scenario id -> {check id: why it fails}.  Only real gophergem defects.
-KNOWN_DEFECTS: dict[str, dict[str, str]] = {
-    f"0.2.0-alpha.12:server-stateless@{MODERN}": {
-        "sep-2575-server-rejects-undeclared-capability": (
-            "tools/call of an unknown tool (the suite's probe 'test_missing_capability') is "
-            "answered with a CallToolResult {isError: true, 'Unknown tool: ...'} instead of a "
-            "JSON-RPC error; the spec (server/tools, Error Handling) makes unknown tools a "
-            "protocol error (-32602), and the suite reads the result as 'Server executed "
-            "test_missing_capability although the client did not declare the sampling "
-            "capability'. Comes from the Python SDK's MCPServer ToolManager (ToolError -> "
-            "isError result), which gophergem's server uses as is."
-        ),
-    },
-}
+KNOWN_DEFECTS: dict[str, dict[str, str]] = {}
 
 
 def _param(scenario: Scenario) -> Any:
