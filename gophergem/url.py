@@ -38,13 +38,14 @@ __all__ = [
 GOPHER_DEFAULT_PORT = 70
 
 # Bytes that stay literal in a printed selector; everything else is %XX.
-_SELECTOR_SAFE = frozenset((string.ascii_letters + string.digits + "-._~/!$&'()*+,;=:@").encode())
+# Letters, digits and "-._~" are always kept by urllib.parse; these are added.
+_SELECTOR_EXTRA_SAFE = "/!$&'()*+,;=:@"
 _HOST_ALLOWED = frozenset(string.ascii_letters + string.digits + "-._")
 
 
 def quote_bytes(raw: bytes) -> str:
     """Percent-encode C{raw} for a URL path, keeping unreserved characters and C{/}."""
-    return "".join(chr(b) if b in _SELECTOR_SAFE else f"%{b:02X}" for b in raw)
+    return quote_from_bytes(raw, safe=_SELECTOR_EXTRA_SAFE)
 
 
 def safe_echo(text: str, limit: int = 2048) -> str:

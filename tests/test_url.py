@@ -5,6 +5,7 @@ Tests for L{gophergem.url}: parsing and printing gopher:// URLs (RFC 4266, SPEC 
 from __future__ import annotations
 
 import string
+from urllib.parse import unquote_to_bytes
 
 import pytest
 from hypothesis import given, settings
@@ -273,6 +274,19 @@ def test_quote_bytes_keeps_unreserved_and_slash() -> None:
     """quote_bytes keeps unreserved characters and C{/} and percent-encodes everything else."""
     assert quote_bytes(b"/a-b_c.d~e") == "/a-b_c.d~e"
     assert quote_bytes(b" ?#%\t\xff") == "%20%3F%23%25%09%FF"
+
+
+@given(st.binary(max_size=200))
+def test_quote_bytes_is_the_rfc_3986_path_encoding(raw: bytes) -> None:
+    """
+    Exactly the unreserved characters and the path's sub-delimiters, C{:},
+    C{@} and C{/} stay; every other byte is C{%XX} in upper case; decoding
+    gives the bytes back.
+    """
+    keep = set((string.ascii_letters + string.digits + "-._~/!$&'()*+,;=:@").encode())
+    expected = "".join(chr(b) if b in keep else f"%{b:02X}" for b in raw)
+    assert quote_bytes(raw) == expected
+    assert unquote_to_bytes(quote_bytes(raw)) == raw
 
 
 @pytest.mark.parametrize(

@@ -627,6 +627,8 @@ def test_selector_text_never_raises_and_is_control_free(data: bytes) -> None:
         (b"/caf\xe9", "/café"),
         (b"/a\x00b\x1b", "/a%00b%1B"),
         (b"/del\x7f", "/del%7F"),
+        ("/c1\u0085".encode(), "/c1%85"),
+        (b"/tab\there", "/tab%09here"),
     ],
     ids=repr,
 )

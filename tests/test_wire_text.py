@@ -6,13 +6,14 @@ Vector tables per SPEC section 7, plus hypothesis properties.
 
 from __future__ import annotations
 
+import sys
 import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gophergem.wire.text import decode_text, sanitise, sanitise_line
+from gophergem.wire.text import decode_text, dropped_ranges, sanitise, sanitise_line
 
 _DROPPED = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
 
@@ -153,6 +154,26 @@ def test_decode_text_utf8_round_trip(text: str) -> None:
     """Any UTF-8 encoded text (without a leading BOM) decodes back to itself."""
     text = text.lstrip("\ufeff")
     assert decode_text(text.encode()) == (text, "utf-8")
+
+
+# --- sanitise: the table of dropped characters -------------------------------------
+
+
+def test_dropped_ranges_match_a_scan_of_every_code_point() -> None:
+    """
+    The table, built from the planes that can hold dropped characters, is
+    exactly what a scan of all 1,114,112 code points finds with this Python's
+    Unicode database.
+    """
+    dropped = {"Cc", "Cf", "Cs", "Co", "Zl", "Zp"}
+    expected: list[tuple[int, int]] = []
+    for code in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(code)) in dropped:
+            if expected and expected[-1][1] == code - 1:
+                expected[-1] = (expected[-1][0], code)
+            else:
+                expected.append((code, code))
+    assert list(dropped_ranges()) == expected
 
 
 # --- sanitise: vectors ------------------------------------------------------------

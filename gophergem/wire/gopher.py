@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import mimetypes
 import posixpath
-import string
+import re
 
 import attrs
 
@@ -154,7 +154,12 @@ class Menu:
     charset: str
 
 
-_HOST_CHARS = frozenset(string.ascii_letters + string.digits + "-._:")
+# A host a link may name: letters, digits and "-._:" (IPv6 literals), nothing else.
+_LINK_HOST = re.compile(r"[A-Za-z0-9._:-]+")
+
+
+# C0 controls, DEL and the C1 controls.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def selector_text(raw: bytes) -> str:
@@ -166,7 +171,7 @@ def selector_text(raw: bytes) -> str:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = raw.decode("latin-1")
-    return "".join(f"%{ord(c):02X}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
+    return _CONTROL.sub(lambda m: f"%{ord(m.group()):02X}", text)
 
 
 #: Longest menu title kept; RFC 1436 suggests under 70 characters.
@@ -210,7 +215,7 @@ def _web_target(selector: bytes) -> str | None:
 
 
 def _item_url(item_type: str, selector: bytes, host: str, port: int) -> str:
-    if not host or not all(c in _HOST_CHARS for c in host):
+    if not _LINK_HOST.fullmatch(host):
         return ""
     authority = format_host(host, port, GOPHER_DEFAULT_PORT)
     return f"gopher://{authority}/{quote_bytes(item_type.encode('latin-1'))}{quote_bytes(selector)}"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import codecs
 import functools
 import re
-import sys
 import unicodedata
 
 __all__ = ["decode_text", "sanitise", "sanitise_line"]
@@ -130,25 +129,54 @@ _ANSI = re.compile(
 _PLAIN = re.compile(r"[\x20-\x7e\t\n]*\Z")
 
 
-@functools.cache
-def _dropped_class(keep_newlines: bool) -> re.Pattern[str]:
-    """Build (once per flag) a regular expression matching every character to drop."""
-    keep = _KEEP_FORMAT | ({"\t", "\n"} if keep_newlines else set())
+# Where a character of a dropped category can be: the planes that hold
+# assigned characters other than private use (0-3 and 14), scanned, and the
+# private-use planes 15 and 16, which are all Co but for their last two
+# code points (noncharacters).  Planes 4-13 hold no assigned character.
+# tests/test_wire_text.py checks the result against a scan of every code
+# point, so a later Unicode that breaks this assumption fails a test.
+_SCANNED = ((0x0, 0x3FFFF), (0xE0000, 0xEFFFF))
+_PRIVATE_PLANES = ((0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+def _dropped_ranges(first: int, last: int) -> list[tuple[int, int]]:
+    """The runs of code points in C{first..last} whose category is dropped."""
     ranges: list[tuple[int, int]] = []
-    for code in range(sys.maxunicode + 1):
-        char = chr(code)
-        if unicodedata.category(char) in _DROP_CATEGORIES and char not in keep:
+    category = unicodedata.category
+    for code in range(first, last + 1):
+        if category(chr(code)) in _DROP_CATEGORIES:
             if ranges and ranges[-1][1] == code - 1:
                 ranges[-1] = (ranges[-1][0], code)
             else:
                 ranges.append((code, code))
+    return ranges
+
+
+@functools.cache
+def dropped_ranges() -> tuple[tuple[int, int], ...]:
+    """Every run of code points in a dropped category, in order (computed once)."""
+    ranges = [run for first, last in _SCANNED for run in _dropped_ranges(first, last)]
+    return tuple(ranges + list(_PRIVATE_PLANES))
+
+
+@functools.cache
+def _dropped_class(keep_newlines: bool) -> re.Pattern[str]:
+    """Build (once per flag) a regular expression matching every character to drop."""
+    keep = sorted(ord(c) for c in _KEEP_FORMAT | ({"\t", "\n"} if keep_newlines else set()))
     parts = []
-    for start, end in ranges:
-        if start == end:
-            parts.append(re.escape(chr(start)))
-        else:
-            parts.append(f"{re.escape(chr(start))}-{re.escape(chr(end))}")
-    return re.compile("[" + "".join(parts) + "]+")
+    for start, end in dropped_ranges():
+        for kept in keep:
+            if start <= kept <= end:
+                if start < kept:
+                    parts.append((start, kept - 1))
+                start = kept + 1
+        if start <= end:
+            parts.append((start, end))
+    pattern = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in parts
+    )
+    return re.compile(f"[{pattern}]+")
 
 
 def sanitise(text: str, *, keep_newlines: bool = True) -> str:
