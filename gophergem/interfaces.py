@@ -68,6 +68,13 @@ class IPinStore(Interface):
     def put(pin: object) -> None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}, durably."""
 
+    def put_new(pin: object) -> Pin | None:
+        """
+        Store C{pin} only if C{pin.host}:C{pin.port} has no pin yet, in one
+        step (no other process can pin that host in between).  Return
+        C{None} when stored, else the pin already there, left unchanged.
+        """
+
     def remove(host: str, port: int) -> bool:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
 

@@ -605,6 +605,9 @@ class UnavailablePinStore(MemoryPinStore):
     def put(self, pin: object) -> None:
         raise CertificateStoreUnavailable(message="The pin store is locked.")
 
+    def put_new(self, pin: object) -> Pin | None:
+        raise CertificateStoreUnavailable(message="The pin store is locked.")
+
 
 @pytest.mark.parametrize("fail_reads", [True, False], ids=["read", "write"])
 def test_store_unavailable_sends_nothing(fail_reads: bool) -> None:
@@ -614,6 +617,70 @@ def test_store_unavailable_sends_nothing(fail_reads: bool) -> None:
     server = net.listen_gemini(HOST_IP, 1965, FakeGeminiServer({"/": PAGE}))
     assert code(fetch(net)) == "CERTIFICATE_STORE_UNAVAILABLE"
     assert server.requests == []
+
+
+class RivalPinStore(MemoryPinStore):
+    """
+    A store shared with another process, which pins this host between our
+    handshake's read of the store and our first-use write: with C{rival}, or
+    (when C{same} is true) with the very certificate we are about to pin,
+    first seen a day earlier.
+    """
+
+    rival: Pin | None = None
+    same: bool = False
+
+    def put_new(self, pin: object) -> Pin | None:
+        assert isinstance(pin, Pin)
+        if self.same:
+            self.pins[pin.host, pin.port] = attrs.evolve(pin, first_seen=pin.first_seen - DAY)
+        elif self.rival is not None:
+            self.pins[self.rival.host, self.rival.port] = self.rival
+        self.rival, self.same = None, False
+        return super().put_new(pin)
+
+
+def test_first_use_loses_to_a_concurrent_pin_of_another_key() -> None:
+    """
+    If another process pins another certificate while our first-use
+    handshake runs, ours is not written over it: CERTIFICATE_CHANGED, and
+    nothing is requested.
+    """
+    rival = Pin(
+        host="localhost",
+        port=1965,
+        fingerprint="sha256:" + "a" * 64,
+        spki="sha256:" + "b" * 64,
+        first_seen=EPOCH,
+        last_seen=EPOCH,
+        not_before=EPOCH - DAY,
+        expires=EPOCH + 365 * DAY,
+    )
+    store = RivalPinStore()
+    store.rival = rival
+    net = MemoryNetwork(pins=store)
+    net.resolver.add("localhost", HOST_IP)
+    server = net.listen_gemini(HOST_IP, 1965, FakeGeminiServer({"/": PAGE}))
+    result = fetch(net)
+    assert code(result) == "CERTIFICATE_CHANGED"
+    assert result.error.pinned_fingerprint == rival.fingerprint
+    assert server.requests == []
+    assert store.all() == [rival]
+
+
+def test_first_use_agrees_with_a_concurrent_pin_of_the_same_certificate() -> None:
+    """Another process pinning the same certificate meanwhile changes nothing for us."""
+    store = RivalPinStore()
+    store.same = True
+    net = MemoryNetwork(pins=store)
+    net.resolver.add("localhost", HOST_IP)
+    server = net.listen_gemini(HOST_IP, 1965, FakeGeminiServer({"/": PAGE}))
+    result = fetch(net)
+    assert isinstance(result, GemtextResult), result
+    assert server.requests == [b"gemini://localhost/"]
+    (pin,) = store.all()
+    assert pin.fingerprint == result.request_info.cert_fingerprint
+    assert pin.first_seen == net.reactor.seconds() - DAY  # the other process's pin, kept
 
 
 def test_tofu_disabled_pins_nothing() -> None:

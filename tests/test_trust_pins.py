@@ -143,6 +143,28 @@ class TestPinStoreContract:
         assert store.get("gem.example", 1965) == newer
         assert store.all() == [newer]
 
+    def test_put_new(self, make_store: Callable[[], Any]) -> None:
+        """
+        put_new stores a pin for an unpinned host:port and returns None; for
+        a pinned one it returns that pin and changes nothing.
+        """
+        first = make_pin()
+        assert make_store().put_new(first) is None
+        other = make_pin(fingerprint="sha256:" + "ef" * 32)
+        assert make_store().put_new(other) == first
+        assert make_store().get("gem.example", 1965) == first
+        assert make_store().put_new(make_pin(port=1966)) is None
+        assert len(make_store().all()) == 2
+
+    def test_put_new_validates(self, make_store: Callable[[], Any]) -> None:
+        """put_new refuses what put refuses, and stores nothing."""
+        store = make_store()
+        with pytest.raises((TypeError, ValueError)):
+            store.put_new(make_pin(port=0))
+        with pytest.raises(TypeError):
+            store.put_new("not a pin")
+        assert store.all() == []
+
     def test_remove(self, make_store: Callable[[], Any]) -> None:
         """Removing forgets only that pin and reports it once."""
         store = make_store()
@@ -224,6 +246,7 @@ _pins = st.builds(
 _operations = st.lists(
     st.one_of(
         st.tuples(st.just("put"), _pins),
+        st.tuples(st.just("put_new"), _pins),
         st.tuples(st.just("remove"), st.tuples(_hosts, _ports)),
         st.tuples(st.just("get"), st.tuples(_hosts, _ports)),
         st.tuples(st.just("all"), st.one_of(st.none(), _hosts)),
@@ -244,6 +267,8 @@ def test_file_and_memory_agree(operations: list[tuple[str, Any]]) -> None:
                 for store in stores:
                     store.put(argument)
                 answers = [store.all() for store in stores]
+            elif name == "put_new":
+                answers = [(store.put_new(argument), store.all()) for store in stores]
             elif name == "all":
                 answers = [store.all(argument) for store in stores]
             else:

@@ -1,7 +1,8 @@
 """
 L{gophergem.trust.pins.FilePinStore} shared by real processes: concurrent
-writers lose nothing, and a writer killed mid-run leaves a loadable store
-holding every pin whose write had returned.
+writers lose nothing, concurrent first uses of one host leave exactly one
+winner, and a writer killed mid-run leaves a loadable store holding every
+pin whose write had returned.
 
 The children are C{python -c} programs importing gophergem; they never open
 a socket.
@@ -41,10 +42,33 @@ while count < 0 or i < count:
 """
 
 
-def start_writer(path: Path, name: str, count: int) -> subprocess.Popen[str]:
+# argv: store path, name.  Prints "ready", waits for a line on stdin, then
+# tries 20 times to be first to pin first-<i>.example with its own
+# fingerprint, printing "won" or "lost <fingerprint of the winner>" each time.
+_FIRST_USER = """
+import sys
+from gophergem.trust import Pin
+from gophergem.trust.pins import FilePinStore
+
+store = FilePinStore(sys.argv[1])
+mine = "sha256:" + sys.argv[2] * 64
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(20):
+    existing = store.put_new(Pin(host=f"first-{i}.example", port=1965, fingerprint=mine,
+                                 spki="", first_seen=0.0, last_seen=0.0, not_before=0.0,
+                                 expires=0.0))
+    print(i, "won" if existing is None else "lost " + existing.fingerprint, flush=True)
+"""
+
+
+def start_writer(
+    path: Path, name: str, count: int | None = None, program: str = _WRITER
+) -> subprocess.Popen[str]:
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    extra = [] if count is None else [str(count)]
     child = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(path), name, str(count)],
+        [sys.executable, "-c", program, str(path), name, *extra],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -75,6 +99,35 @@ def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
         acknowledged.update(out.split())
     assert len(acknowledged) == 100
     assert {pin.host for pin in FilePinStore(path).all()} == acknowledged
+
+
+def test_concurrent_first_uses_have_one_winner(tmp_path: Path) -> None:
+    """
+    Three processes racing to pin the same 20 hosts first (put_new): each
+    host has exactly one winner, every loser was told the winner's pin, and
+    the store holds the winner's.
+    """
+    path = tmp_path / "tofu.json"
+    children = {digit: start_writer(path, digit, program=_FIRST_USER) for digit in ("a", "b", "c")}
+    for child in children.values():
+        go(child)
+    winners: dict[str, list[str]] = {}
+    told: dict[str, set[str]] = {}
+    for digit, child in children.items():
+        out, _ = child.communicate(timeout=30)
+        assert child.returncode == 0
+        for line in out.splitlines():
+            i, outcome, *fingerprint = line.split()
+            if outcome == "won":
+                winners.setdefault(i, []).append("sha256:" + digit * 64)
+            else:
+                told.setdefault(i, set()).update(fingerprint)
+    stored = {pin.host: pin.fingerprint for pin in FilePinStore(path).all()}
+    assert len(stored) == 20
+    for i in map(str, range(20)):
+        assert len(winners[i]) == 1, (i, winners[i])
+        assert stored[f"first-{i}.example"] == winners[i][0]
+        assert told.get(i, set()) <= set(winners[i])
 
 
 def test_killed_writer_loses_no_acknowledged_pin(tmp_path: Path) -> None:

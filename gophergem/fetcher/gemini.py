@@ -296,8 +296,7 @@ class GeminiPipeline:
             credentials = self.identities.credentials(identity)
         pins = self.pins if config.tofu_enabled else None
 
-        def judge(presented: PresentedCertificate) -> TrustDecision:
-            pinned = pins.get(url.host, url.port) if pins is not None else None
+        def judge_against(pinned: Pin | None, presented: PresentedCertificate) -> TrustDecision:
             return decide(
                 url.host,
                 url.port,
@@ -308,21 +307,30 @@ class GeminiPipeline:
                 pinning=pins is not None,
             )
 
+        def judge(presented: PresentedCertificate) -> TrustDecision:
+            pinned = pins.get(url.host, url.port) if pins is not None else None
+            return judge_against(pinned, presented)
+
         creator = GeminiTLSCreator(url.host, judge, credentials)
 
         def commit() -> None:
             decision = creator.decision
             if decision is None or decision.pin is None or pins is None:
                 return
-            if decision.verdict is Verdict.FIRST_USE:
-                # Another process sharing the store may have pinned this host
-                # since the handshake began: decide again against its pin.
-                current = pins.get(url.host, url.port)
-                if current is not None:
-                    again = judge(decision.presented)
-                    if again.refusal is not None:
-                        raise again.refusal
-            pins.put(decision.pin)
+            if decision.verdict is not Verdict.FIRST_USE:
+                pins.put(decision.pin)
+                return
+            # First use: pin only if no other process sharing the store has
+            # pinned this host since the handshake began (one locked step);
+            # if one has, the certificate is judged again against its pin.
+            existing = pins.put_new(decision.pin)
+            if existing is None:
+                return
+            again = judge_against(existing, decision.presented)
+            if again.refusal is not None:
+                raise again.refusal
+            if again.pin is not None:
+                pins.put(again.pin)
 
         factory = GeminiClientFactory(url.request_line(), limit or config.max_response_size, commit)
         await self.connector.connect(url.host, url.port, factory, tls=creator)

@@ -178,9 +178,8 @@ def import_gopher_mcp_pins(
     imported: list[Pin] = []
     skipped: list[SkippedPin] = []
     for pin in pins:
-        existing = store.get(pin.host, pin.port)
+        existing = store.put_new(pin)  # never replaces a pin, even a concurrent one
         if existing is None:
-            store.put(pin)
             imported.append(pin)
             continue
         if not isinstance(existing, Pin):  # pragma: no cover - a broken store

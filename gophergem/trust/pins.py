@@ -122,6 +122,22 @@ class FilePinStore:
         key = _key(entry["host"], entry["port"])
         self._file.update(lambda entries: entries.__setitem__(key, entry))
 
+    def put_new(self, pin: object) -> Pin | None:
+        """
+        Store C{pin} unless its host and port are pinned already, under one
+        lock; return C{None} when stored, else the existing pin, unchanged.
+        """
+        entry = _encode(pin)
+        key = _key(entry["host"], entry["port"])
+
+        def change(entries: dict[str, Any]) -> Pin | None:
+            if key in entries:
+                return _decode(entries[key])
+            entries[key] = entry
+            return None
+
+        return self._file.update(change)
+
     def remove(self, host: str, port: int) -> bool:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
         key = _key(host, port)
@@ -161,6 +177,15 @@ class MemoryPinStore:
         _encode(pin)  # the same validation as the file store
         assert isinstance(pin, Pin)
         self.pins[pin.host, pin.port] = pin
+
+    def put_new(self, pin: object) -> Pin | None:
+        """Store C{pin} unless its host and port are pinned; else return that pin."""
+        _encode(pin)
+        assert isinstance(pin, Pin)
+        existing = self.pins.get((pin.host, pin.port))
+        if existing is None:
+            self.pins[pin.host, pin.port] = pin
+        return existing
 
     def remove(self, host: str, port: int) -> bool:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
