@@ -41,8 +41,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import LOOPBACK, REPO_ROOT, GopherServer, _missing_peer
-from .test_http import TWISTD, Daemon, daemon_env, running
+from .conftest import REPO_ROOT, GopherServer, _missing_peer
+from .test_http import Daemon, daemon_env, http_daemon_argv, running
 
 pytestmark = pytest.mark.integration
 
@@ -168,20 +168,8 @@ def http_daemon(
     gopher_server: GopherServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Daemon]:
     """C{twistd -n --pidfile= gophergem --transport http} on a free loopback port."""
-
-    def argv(port: int) -> list[str]:
-        return [
-            *TWISTD,
-            "-n",
-            "--pidfile=",
-            "gophergem",
-            "--transport",
-            "http",
-            "--endpoint",
-            f"tcp:{port}:interface={LOOPBACK}",
-        ]
-
-    with running(argv, server_env(tmp_path_factory.mktemp("conformance-daemon"))) as started:
+    env = server_env(tmp_path_factory.mktemp("conformance-daemon"))
+    with running(http_daemon_argv, env) as started:
         yield started
         assert started.stopped_cleanly(), started.output()
 

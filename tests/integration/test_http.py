@@ -153,25 +153,26 @@ def running(argv_for_port: Any, env: dict[str, str]) -> Iterator[Daemon]:
     raise AssertionError(f"the daemon did not start:\n{last}")
 
 
+def http_daemon_argv(port: int) -> list[str]:
+    """C{twistd -n --pidfile= gophergem --transport http} on loopback C{port}."""
+    return [
+        *TWISTD,
+        "-n",
+        "--pidfile=",
+        "gophergem",
+        "--transport",
+        "http",
+        "--endpoint",
+        f"tcp:{port}:interface={LOOPBACK}",
+    ]
+
+
 @pytest.fixture(scope="module")
 def daemon(
     gopher_server: GopherServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Daemon]:
     """C{twistd -n --pidfile= gophergem --transport http} on a free loopback port."""
-
-    def argv(port: int) -> list[str]:
-        return [
-            *TWISTD,
-            "-n",
-            "--pidfile=",
-            "gophergem",
-            "--transport",
-            "http",
-            "--endpoint",
-            f"tcp:{port}:interface={LOOPBACK}",
-        ]
-
-    with running(argv, daemon_env(tmp_path_factory.mktemp("daemon"))) as started:
+    with running(http_daemon_argv, daemon_env(tmp_path_factory.mktemp("daemon"))) as started:
         yield started
         assert started.stopped_cleanly(), started.output()
 
