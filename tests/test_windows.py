@@ -5,6 +5,8 @@ resource exactly from one download, and over-size resources are no dead end.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from twisted.internet.testing import MemoryReactorClock
 
@@ -123,3 +125,53 @@ def test_cache_byte_budget() -> None:
     assert cache.get("a") is None and cache.get("b") and cache.get("c")
     cache.put("huge", Body(5000))
     assert cache.get("huge") is None and len(cache) == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"ix\r\n",  # a quarter of a million tiny info lines in 1 MiB
+        b"1a\tb\tc\t1\r\n",
+        b"1Some title number here\t/some/selector/path/x\tbig.example\t70\r\n",
+        b"0" + b"T" * 400 + b"\t/" + b"s" * 400 + b"\tbig.example\t70\r\n",
+        "1Заголовок пункта меню\t/путь/к/файлу\tbig.example\t70\r\n".encode(),  # noqa: RUF001
+    ],
+    ids=["tiny-info", "tiny-links", "ordinary", "long", "cyrillic"],
+)
+def test_cached_menu_weighs_what_it_holds(net: MemoryNetwork, line: bytes) -> None:
+    """
+    A cached menu counts against the byte budget by what its parsed items
+    hold in memory (measured with tracemalloc), not by its size on the wire,
+    which for tiny lines is a thirtieth of it.  The estimate errs high.
+    """
+    data = line * (256 * 1024 // len(line)) + b".\r\n"
+    net.listen(HOST_IP, 70, FakeGopherServer({b"": data}))
+    fetcher = net.fetcher()
+    tracemalloc.start()
+    try:
+        result = net.run(fetcher.gopher("gopher://big.example/"))
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(result, MenuResult) and result.window.total == len(data) // len(line)
+    ((download, _),) = [fetcher.gopher_cache.get(key) for key in ["gopher://big.example/1"]]
+    assert held <= download.weight <= 3 * held, (held, download.weight)
+
+
+def test_menus_of_tiny_lines_cannot_crowd_the_cache(net: MemoryNetwork) -> None:
+    """
+    Under a 4 MiB budget, a 256 KiB menu of tiny lines (65,536 items) is
+    too heavy to keep, so asking again downloads again; an ordinary small
+    menu is kept.
+    """
+    tiny = b"ix\r\n" * 65536 + b".\r\n"
+    small = b"0About\t/about\tbig.example\t70\r\n.\r\n"
+    server = net.listen(HOST_IP, 70, FakeGopherServer({b"/tiny": tiny, b"/small": small}))
+    fetcher = net.fetcher()
+    fetcher.gopher_cache.max_bytes = 4 * 1024 * 1024
+    for _ in range(2):
+        for selector in ("/tiny", "/small"):
+            assert isinstance(
+                net.run(fetcher.gopher(f"gopher://big.example/1{selector}")), MenuResult
+            )
+    assert server.requests == [b"/tiny", b"/small", b"/tiny"]

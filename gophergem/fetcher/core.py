@@ -9,6 +9,7 @@ never fail: every problem becomes a L{FetchFailure} carrying a coded error.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -67,6 +68,27 @@ class _Download:
     menu: wire.Menu | None = None
     text: wire.TextBody | None = None
     mime_type: str = ""
+
+    @property
+    def weight(self) -> int:
+        """
+        About what this download holds in memory: the cache's measure.  A
+        parsed menu costs far more than its bytes on the wire (each item is
+        an object with its own strings), so it is counted per item as well.
+        """
+        if self.menu is not None:
+            return 4 * self.size + _MENU_ITEM_WEIGHT * len(self.menu.items)
+        if self.text is not None:
+            return sys.getsizeof(self.text.text)
+        return _SMALL_WEIGHT
+
+
+# A parsed menu holds its bytes up to four times over (title, selector,
+# host, and the next_url, percent-encoded) plus, per item, its object and
+# the headers of its strings; tests/test_windows.py measures the estimate
+# against tracemalloc.  A described binary item holds next to nothing.
+_MENU_ITEM_WEIGHT = 300
+_SMALL_WEIGHT = 512
 
 
 @attrs.define

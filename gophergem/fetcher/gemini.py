@@ -12,6 +12,7 @@ handshake has completed, before the request is written.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import attrs
@@ -133,6 +134,11 @@ class _Download:
     clean: bool
     fetched_at: float
     tls: dict[str, Any]
+
+    @property
+    def weight(self) -> int:
+        """About what this download holds in memory: the cache's measure."""
+        return sys.getsizeof(self.text) if self.text is not None else 512
 
 
 @attrs.define
