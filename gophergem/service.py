@@ -23,6 +23,7 @@ from twisted.internet.interfaces import IReactorCore
 from gophergem.client.connect import Connector, reactor_resolver
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
+from gophergem.fetcher.common import offloader
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.interfaces import IIdentityStore, IPinStore, IResolver
 from gophergem.policy.cache import ResponseCache
@@ -99,6 +100,8 @@ def build_fetcher(
         identities = FileIdentityStore(
             str(identity_store_dir(gemini.client_certs_storage_path, environ))
         )
+    # Large responses are parsed on the reactor's thread pool, if it has one.
+    offload = offloader(reactor)
     pipeline = GeminiPipeline(
         reactor,
         connector(gemini.allow_local_hosts, gemini.timeout_seconds),
@@ -106,6 +109,7 @@ def build_fetcher(
         cache(gemini),
         pins if gemini.tofu_enabled else None,
         identities if gemini.client_certs_enabled else None,
+        offload=offload,
     )
     return Fetcher(
         reactor,
@@ -113,6 +117,7 @@ def build_fetcher(
         gopher,
         cache(gopher),
         pipeline,
+        offload=offload,
     )
 
 

@@ -27,7 +27,14 @@ from gophergem.errors import (
     InvalidRequest,
     NotFetchable,
 )
-from gophergem.fetcher.common import check_allowlists, internal_failure, within_deadline
+from gophergem.fetcher.common import (
+    Offload,
+    check_allowlists,
+    internal_failure,
+    parse_off_reactor,
+    run_inline,
+    within_deadline,
+)
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.interfaces import IResponseCache
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer
@@ -100,6 +107,9 @@ class Fetcher:
     @ivar connector: The connect pinch point.
     @ivar gopher_config: Limits and switches for Gopher.
     @ivar gopher_cache: Where parsed Gopher responses are kept, if anywhere.
+    @ivar offload: How a large response is parsed: on the reactor's thread
+        pool in production (L{gophergem.fetcher.common.offloader}), inline
+        by default and on memory reactors.
     """
 
     clock: IReactorTime
@@ -107,6 +117,7 @@ class Fetcher:
     gopher_config: GopherConfig = attrs.field(factory=GopherConfig)
     gopher_cache: IResponseCache | None = None
     gemini_pipeline: GeminiPipeline | None = None
+    offload: Offload = attrs.field(default=run_inline, kw_only=True)
     _robots: RobotsGate | None = attrs.field(init=False, default=None)
     _pacer: HostPacer = attrs.field(init=False)
     _cap: ConcurrencyCap = attrs.field(init=False)
@@ -297,7 +308,9 @@ class Fetcher:
                 message="The server closed the connection without sending a menu.",
                 temporary=True,
             )
-        download = self._parse(url, kind, raw, started)
+        download = await parse_off_reactor(
+            self.offload, len(raw.data), lambda: self._parse(url, kind, raw, started)
+        )
         if cache is not None and (raw.clean or raw.overflowed):
             # A response cut by a broken connection is served, never replayed.
             cache.put(key, download)

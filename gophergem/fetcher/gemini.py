@@ -33,7 +33,14 @@ from gophergem.errors import (
     TemporaryError,
     TofuDisabled,
 )
-from gophergem.fetcher.common import check_allowlists, internal_failure, within_deadline
+from gophergem.fetcher.common import (
+    Offload,
+    check_allowlists,
+    internal_failure,
+    parse_off_reactor,
+    run_inline,
+    within_deadline,
+)
 from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.robots import RobotsGate
@@ -141,6 +148,18 @@ class _Download:
         return sys.getsizeof(self.text) if self.text is not None else 512
 
 
+def _decode_body(response: GeminiResponse, mime: Mime) -> tuple[str, str]:
+    """A text body as the cache keeps it: decoded and sanitised (pure)."""
+    decoded, charset = decode_text(response.body, mime.charset, truncated=response.overflowed)
+    text = sanitise(decoded.replace("\r\n", "\n"))
+    if response.overflowed and mime.essence == "text/gemini" and "\n" in text:
+        # The cap cut the last line: never parse half a line (half a link
+        # would be a URL the page never had).  The window still says
+        # size_capped.
+        text = text[: text.rindex("\n") + 1]
+    return text, charset
+
+
 @attrs.define
 class GeminiPipeline:
     """
@@ -148,6 +167,7 @@ class GeminiPipeline:
 
     @ivar pins: The TOFU pin store (C{None} when TOFU is off).
     @ivar identities: The client identity store (C{None} when identities are off).
+    @ivar offload: How a large body is decoded (see L{gophergem.fetcher.Fetcher}).
     """
 
     clock: IReactorTime
@@ -156,6 +176,7 @@ class GeminiPipeline:
     cache: IResponseCache | None = None
     pins: IPinStore | None = None
     identities: IIdentityStore | None = None
+    offload: Offload = attrs.field(default=run_inline, kw_only=True)
     _board: SlowDownBoard = attrs.field(init=False)
     _pacer: HostPacer = attrs.field(init=False)
     _cap: ConcurrencyCap = attrs.field(init=False)
@@ -270,7 +291,7 @@ class GeminiPipeline:
         try:
             if wire.status_class(header.status) != 2:
                 return self._status_result(url, info, header)
-            download = self._download(response, tls)
+            download = await self._download(response, tls)
             self._board.clear(url.host, url.port)
             if cache is not None:
                 cache.put(key, download)
@@ -448,7 +469,7 @@ class GeminiPipeline:
             next_step=_CERTIFICATE_ADVICE.get(status, _CERTIFICATE_ADVICE[60]),
         )
 
-    def _download(self, response: GeminiResponse, tls: dict[str, Any]) -> _Download:
+    async def _download(self, response: GeminiResponse, tls: dict[str, Any]) -> _Download:
         parsed = wire.parse_mime(response.header.meta)
         mime = Mime(
             type=parsed.type, subtype=parsed.subtype, charset=parsed.charset, lang=parsed.lang
@@ -459,15 +480,9 @@ class GeminiPipeline:
             )
         text = charset = None
         if mime.type == "text":
-            decoded, charset = decode_text(
-                response.body, mime.charset, truncated=response.overflowed
+            text, charset = await parse_off_reactor(
+                self.offload, len(response.body), lambda: _decode_body(response, mime)
             )
-            text = sanitise(decoded.replace("\r\n", "\n"))
-            if response.overflowed and mime.essence == "text/gemini" and "\n" in text:
-                # The cap cut the last line: never parse half a line (half a
-                # link would be a URL the page never had).  The window still
-                # says size_capped.
-                text = text[: text.rindex("\n") + 1]
         return _Download(
             header=response.header,
             mime=mime,
