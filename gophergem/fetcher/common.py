@@ -1,8 +1,8 @@
 # -*- test-case-name: tests.test_fetcher -*-
 """
-What both pipelines share: the one deadline, the allowlists, and the rule
-that a fetch never fails (an unexpected exception becomes a logged
-C{FETCH_ERROR} result).
+What both pipelines share: the one deadline, the allowlists, parsing large
+responses off the reactor thread, and the rule that a fetch never fails (an
+unexpected exception becomes a logged C{FETCH_ERROR} result).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def run_inline(work: Callable[[], T], /) -> Deferred[T]:
     """L{Offload} on the calling thread: for memory reactors, and so for tests."""
     try:
         return succeed(work())
-    except BaseException:
+    except Exception:
         return fail(Failure())
 
 
@@ -65,7 +65,7 @@ def offloader(reactor: object) -> Offload:
     """
     if not IReactorThreads.providedBy(reactor):
         return run_inline
-    threads: Any = reactor
+    threads: Any = reactor  # IReactorThreads, which deferToThreadPool's stubs do not name
 
     def in_thread(work: Callable[[], T], /) -> Deferred[T]:
         return deferToThreadPool(threads, threads.getThreadPool(), work)
