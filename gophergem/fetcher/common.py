@@ -23,6 +23,7 @@ from gophergem.results import FetchFailure
 
 __all__ = [
     "OFFLOAD_BYTES",
+    "SMALL_WEIGHT",
     "Offload",
     "check_allowlists",
     "internal_failure",
@@ -40,6 +41,11 @@ T = TypeVar("T")
 #: reactor has threads): 1 MiB of tiny menu lines takes about a second to
 #: parse, which would stall every other session for as long.
 OFFLOAD_BYTES = 64 * 1024
+
+
+#: The cache weight of a download that keeps no body (a described binary
+#: item, a Gemini response that is not text): next to nothing.
+SMALL_WEIGHT = 512
 
 
 class Offload(Protocol):

@@ -28,6 +28,7 @@ from gophergem.errors import (
     NotFetchable,
 )
 from gophergem.fetcher.common import (
+    SMALL_WEIGHT,
     Offload,
     check_allowlists,
     internal_failure,
@@ -60,6 +61,12 @@ __all__ = ["MAX_BATCH", "Fetcher"]
 log = Logger()
 
 MAX_BATCH = 50
+
+# A parsed menu holds its bytes up to four times over (title, selector,
+# host, and the next_url, percent-encoded) plus, per item, its object and
+# the headers of its strings; tests/test_windows.py measures the estimate
+# against tracemalloc.
+_MENU_ITEM_WEIGHT = 300
 # What a window is cut from: a menu's items or a text body (a slice keeps the type).
 _Windowed = TypeVar("_Windowed", tuple[wire.MenuItem, ...], str)
 
@@ -87,15 +94,7 @@ class _Download:
             return 4 * self.size + _MENU_ITEM_WEIGHT * len(self.menu.items)
         if self.text is not None:
             return sys.getsizeof(self.text.text)
-        return _SMALL_WEIGHT
-
-
-# A parsed menu holds its bytes up to four times over (title, selector,
-# host, and the next_url, percent-encoded) plus, per item, its object and
-# the headers of its strings; tests/test_windows.py measures the estimate
-# against tracemalloc.  A described binary item holds next to nothing.
-_MENU_ITEM_WEIGHT = 300
-_SMALL_WEIGHT = 512
+        return SMALL_WEIGHT
 
 
 @attrs.define

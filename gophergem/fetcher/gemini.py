@@ -34,6 +34,7 @@ from gophergem.errors import (
     TofuDisabled,
 )
 from gophergem.fetcher.common import (
+    SMALL_WEIGHT,
     Offload,
     check_allowlists,
     internal_failure,
@@ -145,7 +146,7 @@ class _Download:
     @property
     def weight(self) -> int:
         """About what this download holds in memory: the cache's measure."""
-        return sys.getsizeof(self.text) if self.text is not None else 512
+        return sys.getsizeof(self.text) if self.text is not None else SMALL_WEIGHT
 
 
 def _decode_body(response: GeminiResponse, mime: Mime) -> tuple[str, str]:
