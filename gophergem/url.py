@@ -127,7 +127,7 @@ def parse_host(authority: str, default_port: int, scheme: str) -> tuple[str, int
             port_text = rest[1:]
         address, percent, zone = host.partition("%")
         try:
-            canonical = str(ipaddress.IPv6Address(address))
+            canonical = ipv6_text(address)
         except ValueError:
             raise InvalidRequest(message="The IPv6 host in the URL is malformed.") from None
         # One spelling per address, so pins and cache keys cannot be doubled.
@@ -155,6 +155,25 @@ def parse_host(authority: str, default_port: int, scheme: str) -> tuple[str, int
         if not 1 <= port <= 65535:
             raise InvalidRequest(message="The port in the URL is outside 1-65535.")
     return host, port
+
+
+def ipv6_text(address: str) -> str:
+    """
+    The one spelling of an IPv6 address, the same on every Python version.
+
+    RFC 5952 section 5 spells an IPv4-mapped address with its IPv4 part in
+    dotted form (C{::ffff:127.0.0.1}); Python prints it that way from 3.13
+    on, and in hex (C{::ffff:7f00:1}) before.  Pins and cache keys must not
+    depend on the interpreter, so the RFC form is written here.
+
+    @raise ValueError: When C{address} is not an IPv6 address.
+    """
+    parsed = ipaddress.IPv6Address(address)
+    mapped = parsed.ipv4_mapped
+    if mapped is None:
+        return str(parsed)
+    scope = f"%{parsed.scope_id}" if parsed.scope_id else ""
+    return f"::ffff:{mapped}{scope}"
 
 
 def format_host(host: str, port: int, default_port: int) -> str:
@@ -377,7 +396,7 @@ class GeminiURL:
         if authority.startswith("["):
             # One address, one spelling: "[0:0::1]" and "[::1]" are the same host.
             try:
-                host = str(ipaddress.IPv6Address(host))
+                host = ipv6_text(host)
             except ValueError:
                 raise InvalidRequest(
                     message="The host in brackets is not an IPv6 address."

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gophergem.errors import InvalidRequest
-from gophergem.url import GopherURL, quote_bytes, safe_echo, scheme_of
+from gophergem.url import GopherURL, ipv6_text, quote_bytes, safe_echo, scheme_of
 
 # --- from_text: accepted URLs ----------------------------------------------------
 
@@ -380,3 +380,19 @@ def test_default_port_omitted(host: str, port: int) -> None:
     """to_text shows the port exactly when it is not 70."""
     text = GopherURL(host=host, port=port).to_text()
     assert (f":{port}/" in text) is (port != 70)
+
+
+@pytest.mark.parametrize(
+    ("given", "spelled"),
+    [
+        ("::FFFF:127.0.0.1", "::ffff:127.0.0.1"),
+        ("::ffff:7f00:1", "::ffff:127.0.0.1"),
+        ("0:0:0:0:0:ffff:a00:1", "::ffff:10.0.0.1"),
+        ("::ffff:1.2.3.4%eth0", "::ffff:1.2.3.4%eth0"),
+        ("2001:DB8:0::1", "2001:db8::1"),
+        ("fe80::1%3", "fe80::1%3"),
+    ],
+)
+def test_ipv6_text_is_the_same_on_every_python(given: str, spelled: str) -> None:
+    """IPv6 hosts get one spelling (RFC 5952, dotted IPv4-mapped) whatever the interpreter."""
+    assert ipv6_text(given) == spelled
