@@ -281,6 +281,22 @@ def test_deadline_covers_robots_probe(net: MemoryNetwork) -> None:
     assert result.error.code == "TIMEOUT"
 
 
+def test_same_host_paced(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """At 60 a minute the second fetch of a host is not sent before one second has passed."""
+    fetcher = net.fetcher(requests_per_minute=60, cache_enabled=False)
+    first = fetcher.gopher("gopher://g.example/", refresh=True)
+    net.flush()
+    assert first.called and server.requests == [b""]
+    second = fetcher.gopher("gopher://g.example/0/about.txt", refresh=True)
+    net.flush()
+    net.reactor.advance(0.999)
+    net.flush()
+    assert not second.called and server.requests == [b""]
+    net.reactor.advance(0.001)
+    net.flush()
+    assert second.called and server.requests == [b"", b"/about.txt"]
+
+
 def test_pacing_same_host(net: MemoryNetwork, server: FakeGopherServer) -> None:
     """Ten fetches of one host at 60 a minute take nine seconds of fake time."""
     fetcher = net.fetcher(requests_per_minute=60, cache_enabled=False)

@@ -8,7 +8,6 @@ properties: no byte string makes the parser raise.
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -368,14 +367,15 @@ def test_union_is_never_more_permissive(
         assert rules.disallowed((*GOPHER_AGENTS, *AI_AGENTS), [path])
 
 
-def test_huge_input_is_cheap() -> None:
-    """A megabyte file full of wildcard rules parses and matches without stalling."""
+def test_huge_input_is_bounded() -> None:
+    """
+    A megabyte file full of wildcard rules is cut to the rule limit and still
+    matches.  (No test here times it: no test depends on the wall clock.)
+    """
     data = b"User-agent: *\n" + b"Disallow: /*a*b*c*d*e*f*g*h$\n" * 40_000
-    started = time.perf_counter()
     rules = parse_robots(data)
     assert rules.truncated
     assert not rules.disallowed(WITH_AI, ["/" + "a" * 1024])
-    assert time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize("seed", range(3))
