@@ -89,11 +89,12 @@ def gopher_request(port: int, request: bytes, timeout: float = 5.0) -> bytes:
 
 def make_world_readable_root() -> Path:
     """
-    Copy the fixture tree into a fresh directory under /tmp that the
-    C{nobody} user can read: C{tempfile.mkdtemp} makes it 0700, and pytest's
-    own C{/tmp/pytest-of-root} may be 0700 too, so neither is used as is.
+    Copy the fixture tree into a fresh directory in the temporary directory
+    (C{TMPDIR}) that the C{nobody} user can read: C{tempfile.mkdtemp} makes
+    it 0700, so it is opened up here, and pytest's own C{pytest-of-root}
+    may be 0700 too, so it is not used.  The caller removes C{root.parent}.
     """
-    base = Path(tempfile.mkdtemp(prefix="gophergem-gopherroot-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="gophergem-gopherroot-"))
     base.chmod(0o755)
     root = base / "root"
     shutil.copytree(FIXTURE_ROOT, root, symlinks=False)
@@ -111,6 +112,7 @@ def make_world_readable_root() -> Path:
     # Every parent must be traversable by nobody as well.
     for parent in root.parents:
         if not os.stat(parent).st_mode & 0o001:
+            shutil.rmtree(base, ignore_errors=True)
             raise RuntimeError(
                 f"{parent} is not traversable by other users; gophernicus runs as nobody"
             )

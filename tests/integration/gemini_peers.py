@@ -558,7 +558,7 @@ def running_molly_brown(certs: GeminiCerts, cert: CertPair | None = None) -> Ite
             "listens on every interface, on loopback"
         )
     assert binary is not None and socat is not None and unshare is not None
-    base = Path(tempfile.mkdtemp(prefix="gophergem-molly-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="gophergem-molly-"))
     base.chmod(0o755)
     try:
         root = make_capsule(base)
@@ -618,7 +618,7 @@ def running_jetforce(certs: GeminiCerts) -> Iterator[Jetforce]:
     """Jetforce (a subprocess) serving a fresh capsule copy on 127.0.0.1."""
     if not jetforce_available():
         _missing_peer("jetforce is not installed (pip install -e '.[test]')")
-    base = Path(tempfile.mkdtemp(prefix="gophergem-jetforce-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="gophergem-jetforce-"))
     base.chmod(0o755)
     try:
         root = make_capsule(base)
@@ -675,7 +675,7 @@ def running_jetforce(certs: GeminiCerts) -> Iterator[Jetforce]:
 def gemini_certs() -> Iterator[GeminiCerts]:
     """The server certificates, made once per test session."""
     check_localhost()
-    directory = Path(tempfile.mkdtemp(prefix="gophergem-certs-", dir="/tmp"))
+    directory = Path(tempfile.mkdtemp(prefix="gophergem-certs-"))
     directory.chmod(0o755)
     try:
         yield make_certs(directory)
