@@ -396,6 +396,7 @@ class MollyBrown:
     inner: subprocess.Popen[bytes] | None = None
     cert: CertPair | None = None
     restarts: int = field(default=0)
+    markers: int = field(default=0)
 
     @property
     def socket_path(self) -> Path:
@@ -501,6 +502,26 @@ class MollyBrown:
             return self.access_log.read_text(encoding="utf-8", errors="replace").splitlines()
         except FileNotFoundError:
             return []
+
+    def settled_requests_since(self, mark: int) -> list[tuple[str, str]]:
+        """
+        (status, url) of every request logged after the first C{mark} lines,
+        up to now.  A marker request is sent and waited for in the log, so
+        every connection that ended before this call has been logged too:
+        no fixed pause, and nothing missed because the log was slow.  The
+        marker itself is left out.
+        """
+        self.markers += 1
+        marker = self.url(f"/settle-{self.markers}")
+        gemini_request(self.port, marker)
+        logged = self.requests_since(mark)
+        deadline = time.monotonic() + 10.0
+        while not any(url == marker for _, url in logged):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"molly-brown never logged the marker request {marker}")
+            time.sleep(0.02)
+            logged = self.requests_since(mark)
+        return [entry for entry in logged if entry[1] != marker]
 
     def requests_since(self, mark: int, at_least: int = 0) -> list[tuple[str, str]]:
         """

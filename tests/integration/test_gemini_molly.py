@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import stat
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -70,11 +69,6 @@ def failed(result: Any, payload: dict[str, Any], code: str) -> dict[str, Any]:
     assert payload["error"]["code"] == code, payload
     assert payload["error"]["message"], payload
     return payload["error"]
-
-
-def settle_log() -> None:
-    """molly-brown writes its access log from a goroutine: give it a moment."""
-    time.sleep(0.3)
 
 
 # --- result kinds ---------------------------------------------------------
@@ -227,8 +221,7 @@ async def check_failures_then_slow_down(session: Any, server: MollyBrown) -> Non
     mark = len(server.access_lines())
     error = failed(*await fetch(session, server.url("/new.gmi")), "SLOW_DOWN")  # not cached
     assert 0 < error["retry_after_seconds"] <= 30, error
-    settle_log()
-    assert server.requests_since(mark) == [], "SLOW_DOWN must send nothing"
+    assert server.settled_requests_since(mark) == [], "SLOW_DOWN must send nothing"
 
 
 async def check_batch(session: Any, server: MollyBrown) -> None:
@@ -404,8 +397,7 @@ def nothing_requested(server: MollyBrown, mark: int) -> None:
     one that ended before a request line arrived (our aborted handshake)
     shows as status 40 with URL "-".
     """
-    settle_log()
-    sent = server.requests_since(mark)
+    sent = server.settled_requests_since(mark)
     assert all(url == "-" for _, url in sent), f"a refused certificate saw a request: {sent}"
 
 
