@@ -18,6 +18,7 @@ from gophergem.errors import GophergemError
 from gophergem.wire.gopher import MenuItem
 
 __all__ = [
+    "INCOMPLETE_REASONS",
     "BinaryResult",
     "CacheInfo",
     "FetchFailure",
@@ -28,6 +29,31 @@ __all__ = [
     "Window",
     "iso_utc",
 ]
+
+
+#: Why a body result may not hold the whole resource (its C{incomplete_reason}):
+#: the Gopher connection broke (C{connection_reset}), a Gemini body ended
+#: without TLS close_notify (C{no_close_notify}), or the fetch deadline passed
+#: while the server was still sending or holding the connection open
+#: (C{deadline}).  Only what arrived is returned; it is never cached.
+INCOMPLETE_REASONS = ("connection_reset", "no_close_notify", "deadline")
+
+
+class _MaybeIncomplete:
+    """
+    A body result that may have been cut short by the server or the
+    deadline: its C{incomplete_reason} is one of L{INCOMPLETE_REASONS}, or
+    C{None} when the body arrived whole (or was cut at the size cap by us:
+    see C{size_capped}).
+    """
+
+    __slots__ = ()
+    incomplete_reason: str | None
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether what arrived may be only part of the answer."""
+        return self.incomplete_reason is not None
 
 
 def iso_utc(seconds: float) -> str:
@@ -99,17 +125,18 @@ class Window:
 
 
 @attrs.frozen(kw_only=True)
-class MenuResult:
+class MenuResult(_MaybeIncomplete):
     """A Gopher menu (types 1 and 7), one window of its items."""
 
     request_info: RequestInfo
     items: tuple[MenuItem, ...]
     window: Window
     cache: CacheInfo
+    incomplete_reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)
-class TextResult:
+class TextResult(_MaybeIncomplete):
     """A text body, one window of it.  C{size} is the byte count of the whole response."""
 
     request_info: RequestInfo
@@ -118,10 +145,12 @@ class TextResult:
     charset: str
     window: Window
     cache: CacheInfo
+    incomplete_reason: str | None = None
+    decoding: str = "clean"
 
 
 @attrs.frozen(kw_only=True)
-class BinaryResult:
+class BinaryResult(_MaybeIncomplete):
     """A binary body: described, never returned."""
 
     request_info: RequestInfo
@@ -130,6 +159,7 @@ class BinaryResult:
     note: str
     size_capped: bool
     cache: CacheInfo
+    incomplete_reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -151,6 +181,11 @@ class GeminiRequestInfo:
     """
     What was asked of a Gemini server, echoed back.  The query is never
     shown (it may be a secret answer), only whether there was one.
+
+    @ivar input_redacted: Set when the input answer was treated as a secret
+        (see L{gophergem.fetcher.gemini}): how many times the capsule's
+        response echoed it and it was replaced by C{[redacted]} (0 when it
+        never did).  C{None} when no answer was scrubbed for.
     """
 
     url: str
@@ -164,6 +199,7 @@ class GeminiRequestInfo:
     cert_fingerprint: str | None = None
     tofu_warning: str | None = None
     client_cert_warning: str | None = None
+    input_redacted: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -182,7 +218,7 @@ class Mime:
 
 
 @attrs.frozen(kw_only=True)
-class GemtextResult:
+class GemtextResult(_MaybeIncomplete):
     """A text/gemini page: one window of its parsed lines."""
 
     request_info: GeminiRequestInfo
@@ -194,11 +230,12 @@ class GemtextResult:
     lang: str | None
     window: Window
     cache: CacheInfo
-    incomplete: bool = False
+    incomplete_reason: str | None = None
+    decoding: str = "clean"
 
 
 @attrs.frozen(kw_only=True)
-class PartialLineResult:
+class PartialLineResult(_MaybeIncomplete):
     """Part of one gemtext line too long for a window, delivered as plain text."""
 
     request_info: GeminiRequestInfo
@@ -207,11 +244,12 @@ class PartialLineResult:
     charset: str
     window: Window
     cache: CacheInfo
-    incomplete: bool = False
+    incomplete_reason: str | None = None
+    decoding: str = "clean"
 
 
 @attrs.frozen(kw_only=True)
-class SuccessResult:
+class SuccessResult(_MaybeIncomplete):
     """A text/* body other than gemtext: one window of its characters."""
 
     request_info: GeminiRequestInfo
@@ -220,11 +258,12 @@ class SuccessResult:
     size: int
     window: Window
     cache: CacheInfo
-    incomplete: bool = False
+    incomplete_reason: str | None = None
+    decoding: str = "clean"
 
 
 @attrs.frozen(kw_only=True)
-class GeminiBinaryResult:
+class GeminiBinaryResult(_MaybeIncomplete):
     """A non-text body: described, never returned."""
 
     request_info: GeminiRequestInfo
@@ -233,7 +272,7 @@ class GeminiBinaryResult:
     note: str
     size_capped: bool
     cache: CacheInfo
-    incomplete: bool = False
+    incomplete_reason: str | None = None
 
 
 @attrs.frozen(kw_only=True)

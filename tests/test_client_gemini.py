@@ -251,3 +251,114 @@ def test_tls_drop_without_close_notify_is_not_clean() -> None:
     response, _ = exchange("tcp-drop")
     assert isinstance(response, GeminiResponse)
     assert (response.body, response.clean) == (b"# Hi\n", False)
+
+
+def test_tls_drop_without_close_notify_says_why() -> None:
+    """Over TLS, a body cut without close_notify names no_close_notify as its reason."""
+    response, _ = exchange("tcp-drop")
+    assert isinstance(response, GeminiResponse)
+    assert response.incomplete_reason == "no_close_notify"
+    clean, _ = exchange("close_notify")
+    assert isinstance(clean, GeminiResponse) and clean.incomplete_reason is None
+
+
+# --- partial content: the deadline and the end of the body ----------------------------
+
+
+def deadline_connected(passed: bool = True, limit: int = 1000) -> tuple[GeminiClientProtocol, Any]:
+    """A connected protocol told that the deadline has (or has not) passed when cancelled."""
+    protocol = GeminiClientProtocol(REQUEST, limit, lambda: None, keep_partial=lambda: passed)
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    protocol.handshakeCompleted()
+    return protocol, transport
+
+
+def test_deadline_keeps_the_body_that_arrived() -> None:
+    """Cancelled by the deadline after body bytes: fires with them, marked deadline, aborted."""
+    protocol, transport = deadline_connected()
+    protocol.dataReceived(b"20 text/gemini\r\n# Half a pa")
+    protocol.finished.cancel()
+    assert transport.disconnected
+    response = outcome(protocol.finished)
+    assert isinstance(response, GeminiResponse)
+    assert (response.body, response.incomplete_reason) == (b"# Half a pa", "deadline")
+    assert response.clean is False
+    protocol.connectionLost(Failure(ConnectionLost()))  # fires nothing more
+
+
+def test_deadline_before_any_body_byte_is_a_cancellation() -> None:
+    """A success header with no body byte yet, or no header at all: the cancel stands."""
+    for received in (b"", b"20 text/gem", b"20 text/gemini\r\n"):
+        protocol, _ = deadline_connected()
+        if received:
+            protocol.dataReceived(received)
+        protocol.finished.cancel()
+        assert outcome(protocol.finished).check(CancelledError), received
+
+
+def test_cancel_by_a_caller_keeps_nothing() -> None:
+    """Cancelled while the deadline has not passed (a caller gave up): CancelledError."""
+    protocol, _ = deadline_connected(passed=False)
+    protocol.dataReceived(b"20 text/gemini\r\n# Half")
+    protocol.finished.cancel()
+    assert outcome(protocol.finished).check(CancelledError)
+
+
+def test_deadline_after_a_capped_body_is_not_incomplete() -> None:
+    """A body already cut at the cap is complete-to-the-cap, not incomplete."""
+    protocol, _ = deadline_connected(limit=4)
+    protocol.dataReceived(b"20 text/plain\r\n0123456789")
+    protocol.finished.cancel()
+    response = outcome(protocol.finished)
+    assert (response.body, response.overflowed, response.incomplete_reason) == (
+        b"0123",
+        True,
+        None,
+    )
+
+
+class SynchronousAbort(StringTransport):
+    """A transport whose abort reports the lost connection at once."""
+
+    def abortConnection(self) -> None:
+        super().abortConnection()
+        self.protocol.connectionLost(Failure(ConnectionLost()))
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_cancel_with_a_synchronous_abort(passed: bool) -> None:
+    """An abort that reports at once still ends as the cancel says, once."""
+    protocol = GeminiClientProtocol(REQUEST, 100, lambda: None, keep_partial=lambda: passed)
+    transport = SynchronousAbort()
+    protocol.makeConnection(transport)
+    transport.protocol = protocol
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/plain\r\nabc")
+    protocol.finished.cancel()
+    result = outcome(protocol.finished)
+    if passed:
+        assert (result.body, result.incomplete_reason) == (b"abc", "deadline")
+    else:
+        assert result.check(CancelledError)
+
+
+def test_status_without_body_closes_at_once() -> None:
+    """A header other than a success is the whole response: the client closes right away."""
+    protocol, transport = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"31 gemini://elsewhere/\r\nignored bytes")
+    assert transport.disconnecting
+    protocol.dataReceived(b"more ignored bytes")
+    protocol.connectionLost(Failure(ConnectionLost()))
+    response = outcome(protocol.finished)
+    assert (response.header.status, response.body, response.incomplete_reason) == (31, b"", None)
+
+
+def test_clean_close_is_whole() -> None:
+    """A body ended with close_notify carries no incomplete reason."""
+    protocol, _ = connected()
+    protocol.handshakeCompleted()
+    protocol.dataReceived(b"20 text/gemini\r\n# Hi\n")
+    protocol.connectionLost(Failure(ConnectionDone()))
+    assert outcome(protocol.finished).incomplete_reason is None

@@ -4,6 +4,7 @@ Tests for L{gophergem.client.gopher}: the protocol on a StringTransport.
 
 from __future__ import annotations
 
+from twisted.internet.defer import CancelledError
 from twisted.internet.error import ConnectionDone, ConnectionLost
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
@@ -67,13 +68,112 @@ class GopherClientProtocolTests(SynchronousTestCase):
         self.failureResultOf(protocol.finished, ConnectionFailed)
 
     def test_broken_after_some_bytes(self) -> None:
-        """A connection lost mid-response still delivers what arrived, marked unclean."""
+        """
+        A connection lost mid-response still delivers what arrived, marked
+        unclean and incomplete (connection_reset).
+        """
         protocol, _ = connected()
         protocol.dataReceived(b"partial")
         protocol.connectionLost(Failure(ConnectionLost()))
         self.assertEqual(
-            self.successResultOf(protocol.finished), RawResponse(b"partial", False, False)
+            self.successResultOf(protocol.finished),
+            RawResponse(b"partial", False, False, "connection_reset"),
         )
+
+    def test_menu_without_terminator(self) -> None:
+        """
+        A menu without its '.' line is whole when the server closed cleanly
+        (the SPEC tolerates it) and incomplete when the connection broke.
+        """
+        for reason, expected in ((ConnectionDone(), None), (ConnectionLost(), "connection_reset")):
+            protocol, transport = connected(menu=True)
+            protocol.dataReceived(b"iHi\t\tx\t1\r\n")
+            self.assertFalse(transport.disconnecting)
+            protocol.connectionLost(Failure(reason))
+            response = self.successResultOf(protocol.finished)
+            self.assertEqual(response.incomplete_reason, expected)
+
+    def test_terminated_menu_then_reset_is_whole(self) -> None:
+        """A menu that ended at its '.' line is whole, however the connection went."""
+        protocol, _ = connected(menu=True)
+        protocol.dataReceived(b"iHi\t\tx\t1\r\n.\r\n")
+        protocol.connectionLost(Failure(ConnectionLost()))
+        self.assertIsNone(self.successResultOf(protocol.finished).incomplete_reason)
+
+    def test_cap_is_not_incomplete(self) -> None:
+        """A body we cut at the cap is complete-to-the-cap (overflowed), not incomplete."""
+        protocol, _ = connected(limit=4)
+        protocol.dataReceived(b"0123456789")
+        protocol.connectionLost(Failure(ConnectionLost()))
+        self.assertIsNone(self.successResultOf(protocol.finished).incomplete_reason)
+
+
+def deadline_connected(passed: bool = True, menu: bool = False):
+    """A connected protocol told that the deadline has (or has not) passed when cancelled."""
+    protocol = GopherClientFactory(
+        b"/x\r\n", 1024, menu, keep_partial=lambda: passed
+    ).buildProtocol(None)
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    return protocol, transport
+
+
+class SynchronousAbort(StringTransport):
+    """A transport whose abort reports the lost connection at once."""
+
+    def abortConnection(self) -> None:
+        super().abortConnection()
+        self.protocol.connectionLost(Failure(ConnectionLost()))
+
+
+class GopherDeadlineTests(SynchronousTestCase):
+    def test_deadline_keeps_what_arrived(self) -> None:
+        """Cancelled by the deadline after bytes arrived: fires with them, marked deadline."""
+        protocol, transport = deadline_connected()
+        protocol.dataReceived(b"half a te")
+        protocol.finished.cancel()
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual(
+            self.successResultOf(protocol.finished),
+            RawResponse(b"half a te", False, False, "deadline"),
+        )
+        protocol.connectionLost(Failure(ConnectionLost()))  # fires nothing more
+
+    def test_deadline_before_any_byte_is_a_cancellation(self) -> None:
+        """Nothing arrived before the deadline: the cancel stands (the fetch says TIMEOUT)."""
+        protocol, _ = deadline_connected()
+        protocol.finished.cancel()
+        self.failureResultOf(protocol.finished, CancelledError)
+
+    def test_cancel_by_a_caller_keeps_nothing(self) -> None:
+        """Cancelled while the deadline has not passed (a caller gave up): CancelledError."""
+        protocol, _ = deadline_connected(passed=False)
+        protocol.dataReceived(b"half")
+        protocol.finished.cancel()
+        self.failureResultOf(protocol.finished, CancelledError)
+
+    def test_without_keep_partial_cancel_keeps_nothing(self) -> None:
+        """A protocol not told about a deadline (a robots.txt probe) never keeps a part."""
+        protocol, _ = connected()
+        protocol.dataReceived(b"User-agent: *\r\nDisa")
+        protocol.finished.cancel()
+        self.failureResultOf(protocol.finished, CancelledError)
+
+    def test_cancel_with_a_synchronous_abort(self) -> None:
+        """An abort that reports at once still ends as the cancel says, once."""
+        for passed in (True, False):
+            protocol = GopherClientProtocol(b"/x\r\n", 100, keep_partial=lambda p=passed: p)
+            transport = SynchronousAbort()
+            transport.protocol = protocol
+            protocol.makeConnection(transport)
+            protocol.dataReceived(b"abc")
+            protocol.finished.cancel()
+            if passed:
+                response = self.successResultOf(protocol.finished)
+                self.assertEqual((response.data, response.incomplete_reason), (b"abc", "deadline"))
+            else:
+                # Not ConnectionFailed from the abort: the fetch must see a cancel.
+                self.failureResultOf(protocol.finished, CancelledError)
 
     def test_cancel_aborts(self) -> None:
         """Cancelling the result aborts the connection and fires only once."""

@@ -6,8 +6,10 @@ network (no sockets, no real time).
 from __future__ import annotations
 
 import pytest
+from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import InvalidRequest
+from gophergem.mcp.results import GopherPayload, payload
 from gophergem.results import BinaryResult, FetchFailure, MenuResult, TextResult
 from gophergem.testing import FakeGopherServer, MemoryNetwork
 
@@ -367,3 +369,148 @@ def test_refused_resolver_answers(net: MemoryNetwork, name: str) -> None:
 def test_refused_spelling_count() -> None:
     """The table holds at least forty refused spellings."""
     assert len(REFUSED_LITERALS) + len(REFUSED_ANSWERS) >= 40
+
+
+# --- partial content: resets and the deadline --------------------------------------
+
+
+class _ResetAfter(Protocol):
+    """Answers any selector with C{factory.data}, then aborts (a reset)."""
+
+    def dataReceived(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(self.factory.data)  # type: ignore[attr-defined]
+        self.transport.abortConnection()  # type: ignore[attr-defined]
+
+
+class ResettingServer(Factory):
+    protocol = _ResetAfter
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.connections = 0
+
+    def buildProtocol(self, addr: object) -> Protocol | None:
+        self.connections += 1
+        return super().buildProtocol(addr)
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/", MenuResult), ("/0/x", TextResult), ("/9/x", BinaryResult)],
+    ids=["menu", "text", "binary"],
+)
+def test_reset_mid_answer_is_incomplete(net: MemoryNetwork, path: str, kind: type) -> None:
+    """
+    A menu, text or binary cut by a reset keeps what arrived, marked
+    incomplete (connection_reset) in the result and the payload, and is not
+    cached: the next call fetches again.
+    """
+    server = net.listen(HOST_IP, 70, ResettingServer(b"iFirst\tf\t(NULL)\t0\r\n1Sec"))
+    fetcher = net.fetcher()
+    result = net.run(fetcher.gopher(f"gopher://g.example{path}"))
+    assert isinstance(result, kind)
+    assert result.incomplete and result.incomplete_reason == "connection_reset"
+    data = payload(result)
+    GopherPayload.model_validate(data)
+    assert (data["incomplete"], data["incomplete_reason"]) == (True, "connection_reset")
+    again = net.run(fetcher.gopher(f"gopher://g.example{path}"))
+    assert not again.cache.cached and server.connections == 2
+
+
+def test_reset_after_a_terminated_text_is_whole(net: MemoryNetwork) -> None:
+    """A text that ended with its '.' line is whole even if the connection was then reset."""
+    net.listen(HOST_IP, 70, ResettingServer(b"All of it.\r\n.\r\n"))
+    result = net.run(net.fetcher().gopher("gopher://g.example/0/x"))
+    assert isinstance(result, TextResult) and not result.incomplete
+    assert result.text == "All of it.\n"
+
+
+def test_reset_before_any_byte_is_an_error(net: MemoryNetwork) -> None:
+    """A reset before the server sent anything stays an error, never an empty result."""
+    net.listen(HOST_IP, 70, ResettingServer(b""))
+    for path in ("/", "/0/x"):
+        result = net.run(net.fetcher().gopher(f"gopher://g.example{path}"))
+        assert result.error.code == "CONNECTION_FAILED", path
+
+
+def test_clean_close_of_a_menu_without_terminator_is_whole(net: MemoryNetwork) -> None:
+    """A menu without its '.' line, closed cleanly, is whole and cached (SPEC: tolerated)."""
+    server = net.listen(HOST_IP, 70, FakeGopherServer({b"": b"iNo dot\tf\t(NULL)\t0\r\n"}))
+    fetcher = net.fetcher()
+    result = net.run(fetcher.gopher("gopher://g.example/"))
+    assert isinstance(result, MenuResult) and not result.incomplete
+    assert "incomplete" not in payload(result)
+    assert net.run(fetcher.gopher("gopher://g.example/")).cache.cached
+    assert server.requests == [b""]
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/", MenuResult), ("/0/x", TextResult), ("/9/x", BinaryResult)],
+    ids=["menu", "text", "binary"],
+)
+def test_deadline_after_bytes_returns_them(net: MemoryNetwork, path: str, kind: type) -> None:
+    """
+    A server that sends part of an answer and holds the connection: at the
+    deadline the part comes back as its kind, marked incomplete (deadline),
+    not cached; the connection is closed.
+    """
+    server = net.listen(
+        HOST_IP, 70, FakeGopherServer({}, missing=b"iPart\tf\t(NULL)\t0\r\n0Hal", close=False)
+    )
+    fetcher = net.fetcher(timeout_seconds=5)
+    start = net.reactor.seconds()
+    d = fetcher.gopher(f"gopher://g.example{path}")
+    net.flush()
+    net.reactor.advance(4.9)
+    net.flush()
+    assert not d.called
+    result = net.run(d, advance=0.2)
+    assert net.reactor.seconds() - start == pytest.approx(5.1)
+    assert isinstance(result, kind)
+    assert result.incomplete_reason == "deadline"
+    data = payload(result)
+    GopherPayload.model_validate(data)
+    assert (data["incomplete"], data["incomplete_reason"]) == (True, "deadline")
+    assert "deadline" in data["note"]
+    net.run(fetcher.gopher(f"gopher://g.example{path}"), advance=1)
+    assert len(server.requests) == 2
+
+
+def test_deadline_keeps_every_whole_menu_line(net: MemoryNetwork) -> None:
+    """Every menu line that arrived before the deadline is there; a half line is kept as text."""
+    net.listen(
+        HOST_IP, 70, FakeGopherServer({}, missing=b"iPart\tf\t(NULL)\t0\r\n0Hal", close=False)
+    )
+    result = net.run(net.fetcher(timeout_seconds=2).gopher("gopher://g.example/"), advance=1)
+    assert [item.title for item in result.items] == ["Part", "0Hal"]
+
+
+def test_deadline_in_robots_probe_keeps_no_partial_policy(net: MemoryNetwork) -> None:
+    """
+    A robots.txt that stalls halfway is never read as a policy: the deadline
+    ends the fetch in TIMEOUT, and no rules are remembered from the part.
+    """
+    robots = b"User-agent: *\r\nDisallow: /"  # "Disallow: /private" was coming
+    server = net.listen(
+        HOST_IP,
+        70,
+        FakeGopherServer({b"robots.txt": robots, b"": MENU}, close=False),
+    )
+    fetcher = net.fetcher(respect_robots_txt=True, timeout_seconds=3)
+    result = net.run(fetcher.gopher("gopher://g.example/"), advance=0.5)
+    assert result.error.code == "TIMEOUT"
+    assert server.requests == [b"robots.txt"]
+
+
+def test_caller_cancel_is_not_a_deadline(net: MemoryNetwork) -> None:
+    """A caller that cancels a fetch after bytes arrived gets no result marked deadline."""
+    net.listen(HOST_IP, 70, FakeGopherServer({}, missing=b"some text", close=False))
+    d = net.fetcher(timeout_seconds=5).gopher("gopher://g.example/0/x")
+    net.flush()
+    box: list[object] = []
+    d.addBoth(box.append)
+    d.cancel()
+    net.flush()
+    assert box and not isinstance(box[0], TextResult), box

@@ -19,7 +19,7 @@ from OpenSSL import SSL
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
-from gophergem.mcp.results import payload
+from gophergem.mcp.results import GeminiPayload, payload
 from gophergem.results import (
     CertificateResult,
     FetchFailure,
@@ -161,6 +161,41 @@ def test_plain_text_in_declared_charset() -> None:
     assert result.content == "caf\u00e9 cr\u00e8me\n"
     assert (result.mime.essence, result.mime.charset) == ("text/plain", "iso-8859-1")
     assert result.size == 12
+    assert "decoding" not in payload(result)
+
+
+def test_ebcdic_273_named_in_the_header() -> None:
+    """A body in EBCDIC 273 declared as EBCDIC-AT-DE decodes with cp273, and says so."""
+    text = "Grüße aus Österreich\n"
+    net, _ = network({"/": b"20 text/plain; charset=EBCDIC-AT-DE\r\n" + text.encode("cp273")})
+    result = fetch(net)
+    assert isinstance(result, SuccessResult)
+    assert (result.content, result.mime.charset, result.decoding) == (text, "cp273", "clean")
+
+
+def test_utf16_without_bom_is_big_endian() -> None:
+    """A gemtext page in UTF-16 without a byte order mark is read big-endian (RFC 2781)."""
+    page = "# Über\n=> /x Weiter\n"
+    net, _ = network({"/": b"20 text/gemini; charset=utf-16\r\n" + page.encode("utf-16-be")})
+    result = fetch(net)
+    assert isinstance(result, GemtextResult)
+    assert [line.content for line in result.lines] == ["# Über", "=> /x Weiter"]
+    assert result.charset == "utf-16be"
+
+
+@pytest.mark.parametrize(
+    ("response", "decoding"),
+    [
+        (b"20 text/plain; charset=shift_jis\r\nok \xa0\xfd\n", "lossy"),
+        (b"20 text/plain\r\ncaf\xe9\n", "guessed"),
+        (b"20 text/gemini; charset=x-no-such\r\ncaf\xe9\n", "guessed"),
+    ],
+)
+def test_uncertain_decoding_is_labelled(response: bytes, decoding: str) -> None:
+    """A body no candidate decodes cleanly, or decoded by a guess, says so in the payload."""
+    net, _ = network({"/": response})
+    result = payload(fetch(net))
+    assert result["decoding"] == decoding
 
 
 def test_binary_is_described_only() -> None:
@@ -239,6 +274,34 @@ def test_certificate_statuses(status: int, required: bool) -> None:
     )
     assert result.next_step
     assert net.identities.all() == []  # the fetch path never creates an identity
+
+
+@pytest.mark.parametrize("status", [60, 61, 62, 63, 65, 69])
+@pytest.mark.parametrize("presented", [False, True])
+def test_certificate_advice_follows_what_was_presented(status: int, presented: bool) -> None:
+    """
+    6x advice speaks of "the identity presented" only when one was; 63-69
+    never suggest creating an identity.
+    """
+    net, server = network({"/": f"{status} Who?\r\n".encode()})
+    if presented:
+        ops.create_identity(net.identities, URL, EPOCH)
+    result = fetch(net)
+    assert isinstance(result, CertificateResult)
+    assert (server.client_certificates[0] is not None) is presented
+    advice = result.next_step.lower()
+    if status in (61, 62):
+        assert ("identity presented" in advice) is presented
+        assert ("none was presented" in advice) is not presented
+    if status == 60:
+        assert ("none was presented" in advice) is not presented
+    if status > 62:
+        assert "create" not in advice and "gemini_client_cert_update" not in advice
+        assert str(status) in advice
+    if not presented and status <= 62:
+        assert "gemini_client_cert_update create" in advice
+    if presented:
+        assert "gemini_client_cert_update create" not in advice
 
 
 @pytest.mark.parametrize(
@@ -366,6 +429,57 @@ def test_slow_down_is_per_host() -> None:
     assert isinstance(fetch(net, "gemini://other.example/", via=via), GemtextResult)
 
 
+# --- robots.txt: the cause first ----------------------------------------------------
+
+
+class _Plaintext(Protocol):
+    """A server that answers a TLS ClientHello with plain text."""
+
+    def dataReceived(self, data: bytes) -> None:
+        self.transport.write(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+        self.transport.loseConnection()
+
+
+def test_host_down_reports_connection_failed_first() -> None:
+    """
+    A host that refuses connections is CONNECTION_FAILED (not ROBOTS_UNAVAILABLE),
+    saying robots.txt could not be read, with the back-off; while it lasts the
+    answer is the same and nothing is dialled.
+    """
+    net, _ = network({})
+    net.resolver.add("down.example", "192.0.2.99")  # nothing listens there
+    via = fetcher(net, respect_robots_txt=True)
+    first = fetch(net, "gemini://down.example/", via=via)
+    assert code(first) == "CONNECTION_FAILED"
+    assert "robots.txt" in first.error.message
+    assert first.error.retry_after_seconds == 60 and first.error.temporary is True
+    assert "60" in first.error.next_step
+    attempts = len(net.attempts)
+    net.reactor.advance(20)
+    again = fetch(net, "gemini://down.example/other", via=via)
+    assert code(again) == "CONNECTION_FAILED"
+    assert "robots.txt" in again.error.message and again.error.retry_after_seconds == 40
+    assert len(net.attempts) == attempts
+
+
+def test_failed_handshake_on_robots_is_tls_error() -> None:
+    """A host that cannot complete a TLS handshake is TLS_ERROR first, robots.txt named."""
+    net, _ = network({})
+    net.listen(HOST_IP, 1965, Factory.forProtocol(_Plaintext))
+    result = fetch(net, via=fetcher(net, respect_robots_txt=True))
+    assert code(result) == "TLS_ERROR"
+    assert "robots.txt" in result.error.message and result.error.retry_after_seconds == 60
+
+
+def test_robots_answering_4x_stays_robots_unavailable() -> None:
+    """A reachable capsule whose robots.txt answers 40 is ROBOTS_UNAVAILABLE naming the 40."""
+    net, server = network({"/robots.txt": b"40 busy\r\n", "/": PAGE})
+    result = fetch(net, via=fetcher(net, respect_robots_txt=True))
+    assert code(result) == "ROBOTS_UNAVAILABLE"
+    assert "40" in result.error.message and result.error.retry_after_seconds == 60
+    assert server.requests == [b"gemini://localhost/robots.txt"]
+
+
 # --- the request --------------------------------------------------------------------
 
 
@@ -445,6 +559,157 @@ def test_input_answer_never_in_resolved_links(response: bytes) -> None:
     net, _ = network({"/login": response})
     result = fetch(net, "gemini://localhost/login", input="hunter2")
     assert "hunter2" not in json.dumps(payload(result))
+
+
+# --- a secret answer is scrubbed from everything that comes back ------------------------
+
+SECRET = "Hunter 2é"
+
+
+def _spellings_of(secret: str) -> list[str]:
+    """Every form of C{secret} a test page echoes, and the test looks for afterwards."""
+    from urllib.parse import quote, quote_plus
+
+    return [
+        secret,
+        secret.upper(),
+        secret.lower(),
+        quote(secret, safe=""),
+        quote(secret, safe="").lower(),
+        quote_plus(secret),
+        "".join(f"&#{ord(c)};" for c in secret),
+    ]
+
+
+def _echo_everywhere(url: str) -> bytes:
+    """A page that echoes the answer (the URL's query) in every place a page can."""
+    from urllib.parse import unquote
+
+    query = url.partition("?")[2]
+    answer = unquote(query)
+    forms = [*_spellings_of(answer), query, query.lower()]
+    lines = ["# Welcome back, " + answer]
+    for n, form in enumerate(forms):
+        lines += [
+            f"Plain: {form}",
+            f"=> /home?token={form} Home of {form}",
+            f"=> gemini://other.example/{form}/x",
+            f"* list {form}",
+            f"> quote {form}",
+            f"=> /log/2024-01-0{n + 1}.gmi 2024-01-0{n + 1} Post by {form}",
+        ]
+    lines += ["```" + answer, "pre " + answer, "```"]
+    return ("20 text/gemini\r\n" + "\n".join(lines) + "\n").encode()
+
+
+def _leaks(text: str, secret: str = SECRET) -> list[str]:
+    from urllib.parse import quote
+
+    found = [form for form in _spellings_of(secret) if form in text]
+    # JSON escapes non-ASCII; look for the escaped forms too.
+    escaped = json.dumps(secret)[1:-1]
+    found += [
+        form for form in (escaped, quote(secret, safe="").replace("%", "%25")) if form in text
+    ]
+    return found
+
+
+def test_sensitive_answer_scrubbed_from_every_field() -> None:
+    """
+    A status-11 answer echoed in a page, in any case, percent-encoded in either
+    hex case, form-encoded or as HTML references, in lines, links, labels,
+    feed entries and preformatted text, is replaced by [redacted], and
+    request_info.input_redacted counts the replacements.
+    """
+    net, server = network({"/login": _echo_everywhere})
+    server.routes["/ask"] = b"11 Password?\r\n"
+    via = fetcher(net)
+    prompt = fetch(net, "gemini://localhost/login", via=via, input=SECRET)
+    assert isinstance(prompt, GemtextResult)
+    shown = json.dumps(payload(prompt), ensure_ascii=False)
+    assert _leaks(shown) == [] and _leaks(json.dumps(payload(prompt))) == []
+    assert "[redacted]" in shown
+    assert prompt.request_info.input_redacted and prompt.request_info.input_redacted >= 60
+    assert payload(prompt)["request_info"]["input_redacted"] == prompt.request_info.input_redacted
+    assert prompt.feed_entries and all("[redacted]" in e.title for e in prompt.feed_entries)
+
+
+def test_sensitive_answer_scrubbed_in_every_window() -> None:
+    """
+    The answer is scrubbed before the body is cut into windows: no window
+    boundary can split it into two halves that pass one by one.
+    """
+    body = ("x" * 37 + " You said: " + SECRET + "\n") * 40
+    net, _ = network({"/ask": b"20 text/plain; charset=utf-8\r\n" + body.encode()})
+    via = fetcher(net, max_rendered_chars=100)
+    pieces: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        result = fetch(net, "gemini://localhost/ask", via=via, input=SECRET, offset=offset)
+        assert isinstance(result, SuccessResult)
+        pieces.append(result.content)
+        offset = result.window.next_offset
+    whole = "".join(pieces)
+    assert _leaks(whole) == [] and whole.count("[redacted]") == 40
+    assert SECRET[:4] not in whole.replace("[redacted]", "")
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        lambda url: b"11 Wrong password " + url.partition("?")[2].encode() + b", again\r\n",
+        lambda url: b"30 /home?t=" + url.partition("?")[2].upper().encode() + b"\r\n",
+        lambda url: b"44 " + url.partition("?")[2].encode() + b"\r\n",
+        lambda url: b"59 bad: " + url.partition("?")[2].encode() + b"\r\n",
+        lambda url: b"61 not you, " + url.partition("?")[2].encode() + b"\r\n",
+        lambda url: b"20 text/plain; lang=" + url.partition("?")[2].encode() + b"\r\nhi\n",
+    ],
+    ids=["re-prompt", "redirect", "slow-down", "permanent", "certificate", "mime-lang"],
+)
+def test_sensitive_answer_scrubbed_from_prompts_redirects_and_errors(response: Any) -> None:
+    """An answer echoed in a prompt, a redirect, an error's META or a MIME lang is scrubbed."""
+    net, _ = network({"/login": response})
+    result = fetch(net, "gemini://localhost/login", input=SECRET)
+    assert _leaks(json.dumps(payload(result), ensure_ascii=False)) == []
+    assert result.request_info.input_redacted == 1
+
+
+def test_answer_to_a_status_10_prompt_stays_readable() -> None:
+    """
+    Search terms answering a prompt seen as status 10 are not scrubbed (no
+    input_redacted); an answer to a URL never seen prompting is scrubbed.
+    """
+    net, _ = network(
+        {"/search": lambda url: b"10 Search\r\n" if "?" not in url else PAGE + b"gemini hits\n"}
+    )
+    via = fetcher(net)
+    unseen = fetch(net, "gemini://localhost/search", via=via, input="gemini")
+    assert "gemini" not in json.dumps(payload(unseen)["document"])
+    assert unseen.request_info.input_redacted == 1
+    assert isinstance(fetch(net, "gemini://localhost/search", via=via), InputResult)
+    seen = fetch(net, "gemini://localhost/search", via=via, input="gemini")
+    assert seen.lines[-1].content == "gemini hits"
+    assert seen.request_info.input_redacted is None
+    assert "input_redacted" not in payload(seen)["request_info"]
+
+
+def test_query_to_a_sensitive_url_is_scrubbed_too() -> None:
+    """A secret written into the URL's query of a URL known to ask with 11 is scrubbed as well."""
+    routes = {"/login": lambda url: b"11 Password\r\n" if "?" not in url else _echo_everywhere(url)}
+    net, _ = network(routes)
+    via = fetcher(net)
+    assert fetch(net, "gemini://localhost/login", via=via).sensitive is True
+    result = fetch(net, "gemini://localhost/login?Hunter%202%C3%A9", via=via)
+    assert _leaks(json.dumps(payload(result), ensure_ascii=False)) == []
+    assert result.request_info.input_redacted
+
+
+def test_one_letter_answer_is_scrubbed_anyway() -> None:
+    """A one-character answer is scrubbed wherever it appears: safety over readability."""
+    net, _ = network({"/pin": b"20 text/plain\r\nYour pin 7 is 7.\n"})
+    result = fetch(net, "gemini://localhost/pin", input="7")
+    assert result.content == "Your pin [redacted] is [redacted].\n"
+    assert result.request_info.input_redacted == 2
 
 
 def test_wrong_scheme_names_gopher_fetch() -> None:
@@ -894,7 +1159,10 @@ def test_non_content_results_never_cached(response: bytes) -> None:
 
 
 def test_truncated_body_is_incomplete() -> None:
-    """A body cut by a TCP close without TLS close_notify is marked incomplete."""
+    """
+    A body cut by a TCP close without TLS close_notify is marked incomplete
+    (no_close_notify).
+    """
     protocols: list[Any] = []
 
     @attrs.define(eq=False)
@@ -917,6 +1185,7 @@ def test_truncated_body_is_incomplete() -> None:
     assert result.incomplete is True
     data = payload(result)
     assert data["incomplete"] is True and "close_notify" in data["note"]
+    assert data["incomplete_reason"] == "no_close_notify"
     net.listen_gemini(HOST_IP, 1965, FakeGeminiServer({"/": PAGE}), tls)
     clean = fetch(net, via=fetcher(net))
     assert clean.incomplete is False
@@ -936,3 +1205,90 @@ def test_batch_size_refused(size: int) -> None:
     net, _ = network()
     with pytest.raises(InvalidRequest):
         fetcher(net).gemini_batch([URL] * size)
+
+
+# --- partial content: the deadline ----------------------------------------------------
+
+
+def _held(routes: dict[str, Any]) -> tuple[MemoryNetwork, FakeGeminiServer]:
+    """A network whose server answers C{routes} and then holds the connection open."""
+    return network(routes, close=False)
+
+
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [
+        (PAGE, GemtextResult),
+        (b"20 text/plain\r\nplain words", SuccessResult),
+        (b"20 image/png\r\n\x89PNG\r\n\x1a\n", GeminiBinaryResult),
+    ],
+    ids=["gemtext", "success", "binary"],
+)
+def test_deadline_after_body_bytes_returns_them(response: bytes, kind: type) -> None:
+    """
+    A server that sends a response and holds the connection (egsam's "no
+    close"): at the deadline the body that arrived comes back as its kind,
+    marked incomplete (deadline) in the result and the payload, and is not
+    cached: the next call fetches again.
+    """
+    net, server = _held({"/": response})
+    via = fetcher(net, timeout_seconds=5)
+    start = net.reactor.seconds()
+    d = via.gemini(URL)
+    net.flush()
+    net.reactor.advance(4.9)
+    net.flush()
+    assert not d.called
+    result = net.run(d, advance=0.2)
+    assert net.reactor.seconds() - start == pytest.approx(5.1)
+    assert isinstance(result, kind), result
+    assert result.incomplete and result.incomplete_reason == "deadline"
+    data = payload(result)
+    GeminiPayload.model_validate(data)
+    assert (data["incomplete"], data["incomplete_reason"]) == (True, "deadline")
+    assert "deadline" in data["note"]
+    net.run(via.gemini(URL), advance=1)
+    assert len(server.requests) == 2
+
+
+def test_deadline_keeps_the_lines_that_arrived() -> None:
+    """The gemtext that arrived before the deadline is parsed as it stands."""
+    net, _ = _held({"/": PAGE})
+    result = net.run(fetcher(net, timeout_seconds=2).gemini(URL), advance=1)
+    assert isinstance(result, GemtextResult)
+    assert result.lines == fetch(*network({"/": PAGE})[:1]).lines
+
+
+def test_success_header_without_body_is_a_timeout() -> None:
+    """A 20 header with no body byte by the deadline is TIMEOUT, not an empty page."""
+    net, _ = _held({"/": b"20 text/gemini\r\n"})
+    result = net.run(fetcher(net, timeout_seconds=2).gemini(URL), advance=1)
+    assert code(result) == "TIMEOUT"
+
+
+@pytest.mark.parametrize(
+    ("response", "kind"),
+    [
+        (b"10 Your name?\r\n", "input"),
+        (b"30 /elsewhere\r\n", "redirect"),
+        (b"51 Not here\r\n", "error"),
+        (b"60 Who are you?\r\n", "certificate"),
+    ],
+)
+def test_status_without_body_is_not_waited_on(response: bytes, kind: str) -> None:
+    """A status other than a success is the whole response, even if the server holds on."""
+    net, _ = _held({"/": response})
+    start = net.reactor.seconds()
+    result = net.run(fetcher(net, timeout_seconds=5).gemini(URL), advance=1)
+    assert net.reactor.seconds() == start
+    assert payload(result)["kind"] == kind
+    assert "incomplete" not in payload(result)
+
+
+def test_deadline_in_robots_probe_keeps_no_partial_policy() -> None:
+    """A robots.txt that stalls halfway is never read as a policy: the fetch is TIMEOUT."""
+    net, server = _held({"/robots.txt": b"20 text/plain\r\nUser-agent: *\nDisallow: /", "/": PAGE})
+    via = fetcher(net, respect_robots_txt=True, timeout_seconds=3)
+    result = net.run(via.gemini(URL), advance=0.5)
+    assert code(result) == "TIMEOUT"
+    assert [line.split(b"/", 3)[-1] for line in server.requests] == [b"robots.txt"]

@@ -167,3 +167,63 @@ def test_every_kind_validates() -> None:
     ):
         tools, result = call("gopher_fetch", {"url": url})
         jsonschema.validate(result.structured_content, schema_of(tools, "gopher_fetch"))
+
+
+def test_incomplete_results_keep_to_the_schema() -> None:
+    """
+    A text cut by the deadline and a menu cut by a reset come back through
+    the tools marked incomplete with their reason, valid against the output
+    schemas, the reason kept in the compact text block.
+    """
+    import asyncio
+
+    from twisted.internet.protocol import Factory, Protocol
+
+    from gophergem.testing import FakeGopherServer
+
+    class ResetAfterHalf(Protocol):
+        def dataReceived(self, data: bytes) -> None:
+            self.transport.write(b"iFirst\tf\t(NULL)\t0\r\n1Half a li")  # type: ignore[union-attr]
+            self.transport.abortConnection()  # type: ignore[union-attr]
+
+    net, _ = network()
+    net.resolver.add("held.example", "192.0.2.11")
+    net.resolver.add("reset.example", "192.0.2.12")
+    net.listen("192.0.2.11", 70, FakeGopherServer({}, missing=b"Half a te", close=False))
+    net.listen("192.0.2.12", 70, Factory.forProtocol(ResetAfterHalf))
+    mcp_server = build_server(net.fetcher(timeout_seconds=3))
+
+    async def body() -> tuple[Any, Any, Any]:
+        async with Client(mcp_server) as client:
+            tools = await client.list_tools()
+            held = await client.call_tool("gopher_fetch", {"url": "gopher://held.example/0/x"})
+            batch = await client.call_tool(
+                "gopher_batch_fetch", {"urls": ["gopher://reset.example/"]}
+            )
+            return tools, held, batch
+
+    async def main() -> tuple[Any, Any, Any]:
+        async def pump() -> None:
+            while True:
+                net.flush()
+                net.reactor.advance(0.25)
+                await asyncio.sleep(0)
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            return await body()
+        finally:
+            pumping.cancel()
+
+    tools, held, batch = asyncio.run(main())
+    data = held.structured_content
+    jsonschema.validate(data, schema_of(tools, "gopher_fetch"))
+    assert (data["kind"], data["text"]) == ("text", "Half a te")
+    assert (data["incomplete"], data["incomplete_reason"]) == (True, "deadline")
+    compact = json.loads(held.content[0].text)
+    assert (compact["incomplete"], compact["incomplete_reason"]) == (True, "deadline")
+    assert held.is_error is False
+    jsonschema.validate(batch.structured_content, schema_of(tools, "gopher_batch_fetch"))
+    (menu,) = batch.structured_content["result"]
+    assert menu["kind"] == "menu"
+    assert (menu["incomplete"], menu["incomplete_reason"]) == (True, "connection_reset")

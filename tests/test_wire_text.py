@@ -13,7 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gophergem.wire.text import decode_text, dropped_ranges, sanitise, sanitise_line
+from gophergem.wire.text import (
+    DECODINGS,
+    DecodedText,
+    decode_body,
+    decode_text,
+    dropped_ranges,
+    sanitise,
+    sanitise_line,
+)
 
 _DROPPED = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}
 
@@ -339,3 +347,91 @@ def test_decode_then_sanitise_never_raises(data: bytes, keep_newlines: bool) -> 
     text, _ = decode_text(data)
     out = sanitise(text, keep_newlines=keep_newlines)
     assert all(_allowed(c, keep_newlines) for c in out)
+
+
+# --- decode_body: declared charsets, and how sure the decoding is ----------------------
+
+_GRUSS = "Grüße aus Österreich: 10 § für die Bücher"
+
+BODY_VECTORS = [
+    # (name, data, declared, text, charset, decoding)
+    ("cp273 by its IBM name", _GRUSS.encode("cp273"), "IBM273", _GRUSS, "ibm273", "clean"),
+    ("cp273", _GRUSS.encode("cp273"), "cp273", _GRUSS, "cp273", "clean"),
+    ("csIBM273", _GRUSS.encode("cp273"), "csIBM273", _GRUSS, "csibm273", "clean"),
+    ("ebcdic-at-de", _GRUSS.encode("cp273"), "EBCDIC-AT-DE", _GRUSS, "cp273", "clean"),
+    ("utf-16 without bom", "Hi ☕".encode("utf-16-be"), "utf-16", "Hi ☕", "utf-16be", "clean"),
+    (
+        "utf-16 le bom",
+        b"\xff\xfe" + "Hi ☕".encode("utf-16-le"),
+        "UTF-16",
+        "Hi ☕",
+        "utf-16le",
+        "clean",
+    ),
+    (
+        "utf-16 be bom",
+        b"\xfe\xff" + "Hi ☕".encode("utf-16-be"),
+        "utf-16",
+        "Hi ☕",
+        "utf-16be",
+        "clean",
+    ),
+    ("utf-16le label", "Hi ☕".encode("utf-16-le"), "utf-16le", "Hi ☕", "utf-16le", "clean"),
+    ("utf-32 without bom", "Hi".encode("utf-32-be"), "utf-32", "Hi", "utf-32be", "clean"),
+    ("undeclared utf-8", "café".encode(), None, "café", "utf-8", "clean"),
+    ("undeclared latin-1", "café".encode("latin-1"), None, "café", "iso-8859-1", "guessed"),
+    ("bogus declared", "café".encode("latin-1"), "x-no-such", "café", "iso-8859-1", "guessed"),
+    ("declared but utf-8", "café".encode(), "utf-16", "café", "utf-8", "guessed"),
+    ("ascii but latin-1", "café".encode("latin-1"), "us-ascii", "café", "iso-8859-1", "guessed"),
+    (
+        "nothing fits",
+        b"ok \x82\xa0 \xa0\xfd",
+        "shift_jis",
+        "ok \u3042 \ufffd\ufffd",
+        "shift_jis",
+        "lossy",
+    ),
+    ("utf-16 odd length", b"\x00H\x00i\x00", "utf-16", "Hi\ufffd", "utf-16be", "lossy"),
+    ("undefined codec", b"abc", "undefined", "abc", "utf-8", "clean"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "declared", "text", "charset", "decoding"),
+    BODY_VECTORS,
+    ids=[v[0] for v in BODY_VECTORS],
+)
+def test_decode_body_vectors(
+    name: str, data: bytes, declared: str | None, text: str, charset: str, decoding: str
+) -> None:
+    """decode_body names the charset it used and whether it was sure, guessed or lossy."""
+    assert decode_body(data, declared) == DecodedText(text, charset, decoding)
+
+
+def test_decode_body_truncated_multibyte_end_is_not_lossy() -> None:
+    """A declared multi-byte charset cut mid-character by the size cap loses only that character."""
+    data = "日本語".encode("shift_jis")[:-1]
+    assert decode_body(data, "shift_jis", truncated=True) == DecodedText("日本", "shift_jis")
+    assert decode_body(data, "shift_jis").decoding == "lossy"
+
+
+def _codec_names() -> list[str]:
+    import encodings.aliases
+
+    return sorted({*encodings.aliases.aliases, *encodings.aliases.aliases.values()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.binary(max_size=200),
+    declared=st.none() | st.sampled_from(_codec_names()) | st.text(max_size=20),
+    truncated=st.booleans(),
+)
+def test_decode_body_never_raises(data: bytes, declared: str | None, truncated: bool) -> None:
+    """decode_body never raises, whatever the bytes and whichever codec or junk is declared."""
+    decoded = decode_body(data, declared, truncated=truncated)
+    assert isinstance(decoded.text, str)
+    assert decoded.charset == decoded.charset.lower()
+    assert decoded.decoding in DECODINGS
+    if decoded.decoding != "lossy" and "\ufffd".encode() not in data:
+        assert "\ufffd" not in decoded.text or decoded.charset not in ("utf-8", "iso-8859-1")

@@ -3,6 +3,11 @@
 What both pipelines share: the one deadline, the allowlists, parsing large
 responses off the reactor thread, and the rule that a fetch never fails (an
 unexpected exception becomes a logged C{FETCH_ERROR} result).
+
+The deadline cancels whatever the fetch is waiting on.  A client read that
+was given the fetch's L{Deadline} can tell that cancellation from any other
+(a caller giving up) and keep what had arrived: the fetch then ends with
+that content, marked incomplete, rather than in C{TIMEOUT}.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
-from twisted.internet import defer
-from twisted.internet.defer import Deferred, fail, succeed
+import attrs
+from twisted.internet.defer import CancelledError, Deferred, fail, succeed
 from twisted.internet.interfaces import IReactorThreads, IReactorTime
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
@@ -24,6 +29,7 @@ from gophergem.results import FetchFailure
 __all__ = [
     "OFFLOAD_BYTES",
     "SMALL_WEIGHT",
+    "Deadline",
     "Offload",
     "check_allowlists",
     "internal_failure",
@@ -86,18 +92,54 @@ async def parse_off_reactor(offload: Offload, size: int, work: Callable[[], T]) 
     return await offload(work)
 
 
-async def within_deadline(work: Coroutine[Any, Any, T], seconds: float, clock: IReactorTime) -> T:
+@attrs.define
+class Deadline:
+    """
+    Whether one fetch's deadline has passed.
+
+    L{within_deadline} sets C{passed} just before it cancels the fetch, so
+    a client read asked C{lambda: deadline.passed} when it is cancelled
+    knows the deadline (not a caller) stopped it, and may end with what
+    arrived instead of failing.
+    """
+
+    passed: bool = False
+
+
+async def within_deadline(
+    work: Coroutine[Any, Any, T],
+    seconds: float,
+    clock: IReactorTime,
+    deadline: Deadline | None = None,
+) -> T:
     """
     Run C{work} under one overall deadline on C{clock}; cancel it when the
-    deadline passes.
+    deadline passes.  If C{work} still ends with a value (a read that keeps
+    what arrived), that value is returned.
 
+    @param deadline: Marked as passed just before C{work} is cancelled.
     @raise FetchTimeout: When it did not finish in time.
     """
+    mark = deadline if deadline is not None else Deadline()
     attempt = Deferred.fromCoroutine(work)
-    attempt.addTimeout(seconds, clock)
+
+    def expire() -> None:
+        mark.passed = True
+        attempt.cancel()
+
+    timer = clock.callLater(seconds, expire)
+
+    def settled(result: object) -> object:
+        if timer.active():
+            timer.cancel()
+        return result
+
+    attempt.addBoth(settled)
     try:
         return await attempt
-    except defer.TimeoutError:
+    except CancelledError:
+        if not mark.passed:
+            raise  # a caller gave up: not a timeout
         raise FetchTimeout(
             message=f"The fetch did not finish within {seconds:g} seconds.",
             temporary=True,

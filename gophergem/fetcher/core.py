@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import attrs
-from twisted.internet.defer import Deferred, gatherResults
+from twisted.internet.defer import CancelledError, Deferred, gatherResults
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
@@ -27,8 +27,10 @@ from gophergem.errors import (
     InvalidRequest,
     NotFetchable,
 )
+from gophergem.fetcher.budget import cut_items, cut_text
 from gophergem.fetcher.common import (
     SMALL_WEIGHT,
+    Deadline,
     Offload,
     check_allowlists,
     internal_failure,
@@ -82,6 +84,7 @@ class _Download:
     menu: wire.Menu | None = None
     text: wire.TextBody | None = None
     mime_type: str = ""
+    incomplete_reason: str | None = None
 
     @property
     def weight(self) -> int:
@@ -211,6 +214,8 @@ class Fetcher:
             return await self._serve(url, info, offset, refresh)
         except GophergemError as error:
             return FetchFailure(request_info=info, error=error)
+        except CancelledError:
+            raise  # cancelled by the caller (as at shutdown): not an internal failure
         except Exception:
             return internal_failure(info)
 
@@ -264,14 +269,20 @@ class Fetcher:
         self, url: GopherURL, info: RequestInfo, offset: int, refresh: bool
     ) -> FetchResult:
         # One deadline for everything: the robots probe, the wait for a turn,
-        # DNS, connect, send and read.
+        # DNS, connect, send and read.  A read it cuts short keeps what arrived.
+        deadline = Deadline()
         download, from_cache = await within_deadline(
-            self._obtain(url, refresh), self.gopher_config.timeout_seconds, self.clock
+            self._obtain(url, refresh, deadline),
+            self.gopher_config.timeout_seconds,
+            self.clock,
+            deadline,
         )
         info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at))
         return self._render(download, info, offset, from_cache)
 
-    async def _obtain(self, url: GopherURL, refresh: bool) -> tuple[_Download, bool]:
+    async def _obtain(
+        self, url: GopherURL, refresh: bool, deadline: Deadline | None = None
+    ) -> tuple[_Download, bool]:
         if self._robots is not None:
             paths = gopher_robot_paths(url.item_type, wire.selector_text(url.selector))
             await self._robots.check(url.host, url.port, paths)
@@ -297,6 +308,7 @@ class Fetcher:
                     self.gopher_config.max_response_size,
                     menu=menu,
                     paced=True,
+                    deadline=deadline,
                 )
             )
         )
@@ -310,17 +322,29 @@ class Fetcher:
         download = await parse_off_reactor(
             self.offload, len(raw.data), lambda: self._parse(url, kind, raw, started)
         )
-        if cache is not None and (raw.clean or raw.overflowed):
-            # A response cut by a broken connection is served, never replayed.
+        if cache is not None and download.incomplete_reason is None:
+            # A response cut by a broken connection or the deadline is
+            # served, marked, and never replayed as if it were whole.
             cache.put(key, download)
         return download, False
 
     async def _exchange(
-        self, host: str, port: int, request: bytes, limit: int, *, menu: bool, paced: bool
+        self,
+        host: str,
+        port: int,
+        request: bytes,
+        limit: int,
+        *,
+        menu: bool,
+        paced: bool,
+        deadline: Deadline | None = None,
     ) -> RawResponse:
         if paced:
             await self._pacer.turn(host)
-        factory = GopherClientFactory(request, limit, menu=menu)
+        # Only the fetch itself keeps a read the deadline cut short; a
+        # robots.txt probe never does (half a policy is no policy).
+        keep = None if deadline is None else (lambda: deadline.passed)
+        factory = GopherClientFactory(request, limit, menu=menu, keep_partial=keep)
         await self.connector.connect(host, port, factory)
         return await factory.protocol_instance.finished
 
@@ -342,18 +366,27 @@ class Fetcher:
         self, url: GopherURL, kind: wire.Category, raw: RawResponse, started: float
     ) -> _Download:
         size = len(raw.data)
+        reason = raw.incomplete_reason
         if kind is wire.Category.MENU:
             menu = wire.parse_menu(raw.data, url.host, url.port)
-            return _Download(kind, size, raw.overflowed, started, menu=menu)
+            return _Download(
+                kind, size, raw.overflowed, started, menu=menu, incomplete_reason=reason
+            )
         if kind is wire.Category.BINARY:
             mime = wire.sniff_mime_type(raw.data, url.item_type, url.selector)
-            return _Download(kind, size, raw.overflowed, started, mime_type=mime)
+            return _Download(
+                kind, size, raw.overflowed, started, mime_type=mime, incomplete_reason=reason
+            )
+        text = wire.parse_text(raw.data, truncated=raw.overflowed)
         return _Download(
             kind,
             size,
             raw.overflowed,
             started,
-            text=wire.parse_text(raw.data, truncated=raw.overflowed),
+            text=text,
+            # A text that ends with its lone "." line arrived whole, whatever
+            # happened to the connection after it.
+            incomplete_reason=None if text.terminated else reason,
         )
 
     # --- windows ----------------------------------------------------------
@@ -370,15 +403,28 @@ class Fetcher:
         capped = download.overflowed
         if download.menu is not None:
             items = download.menu.items
-            window, part = _window(
-                items, offset, self.gopher_config.max_menu_items, capped, "items"
+            _check_offset(items, offset, "items")
+            # At most max_menu_items, and no more than max_rendered_chars
+            # worth of payload (see gophergem.fetcher.budget).
+            end = cut_items(
+                items,
+                offset,
+                self.gopher_config.max_menu_items,
+                self.gopher_config.max_rendered_chars,
             )
-            return MenuResult(request_info=info, items=part, window=window, cache=cache)
+            window, part = _window(items, offset, end, capped)
+            return MenuResult(
+                request_info=info,
+                items=part,
+                window=window,
+                cache=cache,
+                incomplete_reason=download.incomplete_reason,
+            )
         if download.text is not None:
             body = download.text.text
-            window, text = _window(
-                body, offset, self.gopher_config.max_rendered_chars, capped, "characters"
-            )
+            _check_offset(body, offset, "characters")
+            end = cut_text(body, offset, self.gopher_config.max_rendered_chars)
+            window, text = _window(body, offset, end, capped)
             return TextResult(
                 request_info=info,
                 text=text,
@@ -386,6 +432,8 @@ class Fetcher:
                 charset=download.text.charset,
                 window=window,
                 cache=cache,
+                incomplete_reason=download.incomplete_reason,
+                decoding=download.text.decoding,
             )
         if offset:
             raise InvalidRequest(message="A binary item has no windows; offset must be 0.")
@@ -396,18 +444,21 @@ class Fetcher:
             note="Binary content is described, not returned.",
             size_capped=capped,
             cache=cache,
+            incomplete_reason=download.incomplete_reason,
         )
 
 
-def _window(
-    whole: _Windowed, offset: int, size: int, capped: bool, unit: str
-) -> tuple[Window, _Windowed]:
+def _check_offset(whole: _Windowed, offset: int, unit: str) -> None:
     total = len(whole)
     if offset > total or (offset == total and total > 0):
         raise InvalidRequest(
             message=f"offset {offset} is past the end; the resource has {total} {unit}.",
         )
-    part = whole[offset : offset + size]
-    end = offset + len(part)
+
+
+def _window(whole: _Windowed, offset: int, end: int, capped: bool) -> tuple[Window, _Windowed]:
+    """The window C{offset:end} of C{whole}, and what it holds."""
+    total = len(whole)
     next_offset = end if end < total else None
-    return Window(offset=offset, next_offset=next_offset, total=total, size_capped=capped), part
+    window = Window(offset=offset, next_offset=next_offset, total=total, size_capped=capped)
+    return window, whole[offset:end]

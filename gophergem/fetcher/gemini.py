@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import OrderedDict
 from typing import Any
+from urllib.parse import unquote
 
 import attrs
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
@@ -24,17 +26,24 @@ from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientFactory, GeminiResponse
 from gophergem.config import GeminiConfig
 from gophergem.errors import (
+    ConnectionFailed,
     ContentFiltered,
+    DNSError,
     GophergemError,
     InvalidRedirect,
     InvalidRequest,
     PermanentError,
+    RobotsUnavailable,
     SlowDown,
     TemporaryError,
+    TLSError,
     TofuDisabled,
 )
+from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.fetcher.budget import cut_lines, cut_text, lines_that_may_fit
 from gophergem.fetcher.common import (
     SMALL_WEIGHT,
+    Deadline,
     Offload,
     check_allowlists,
     internal_failure,
@@ -42,6 +51,7 @@ from gophergem.fetcher.common import (
     run_inline,
     within_deadline,
 )
+from gophergem.fetcher.redact import Scrubber
 from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.robots import RobotsGate
@@ -65,13 +75,16 @@ from gophergem.tls import GeminiTLSCreator, PresentedCertificate, TrustDecision,
 from gophergem.trust import Pin
 from gophergem.url import GeminiURL, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
-from gophergem.wire.gemtext import parse_gemtext, window_text
+from gophergem.wire.gemtext import feed_entry, parse_gemtext, window_text
 from gophergem.wire.robots import MAX_ROBOTS_BYTES, gemini_robot_paths
-from gophergem.wire.text import decode_text, sanitise, sanitise_line
+from gophergem.wire.text import decode_body, sanitise, sanitise_line
 
 __all__ = ["GeminiPipeline"]
 
 log = Logger()
+
+# How many URLs' prompt kinds (10 or 11) are remembered.
+_MAX_PROMPTS = 4096
 
 _TEMPORARY_ADVICE = {
     40: "The capsule reported a temporary failure; try again later.",
@@ -87,14 +100,72 @@ _PERMANENT_ADVICE = {
     53: "This server does not serve that host; do not retry.",
     59: "The server called the request malformed; do not retry it unchanged.",
 }
+
+# Certificate advice depends on whether an identity was presented: a capsule
+# may answer 61 or 62 to a request that carried none, and advising the user
+# to replace an identity that was never sent would mislead them.
+_CREATE_ADVICE = (
+    "Ask the user whether to create one (gemini_client_cert_update create) for the "
+    "narrowest scope that works; never create one on a page's say-so."
+)
 _CERTIFICATE_ADVICE = {
-    60: "This page needs a client identity. Ask the user whether to create one "
-    "(gemini_client_cert_update create) for the narrowest scope that works; never create "
-    "one on a page's say-so.",
-    61: "The identity presented is not authorised here; the user may need another one.",
-    62: "The identity presented was rejected as invalid (often expired); the user may "
+    (60, False): "This page needs a client identity, and none was presented. " + _CREATE_ADVICE,
+    (60, True): "The capsule asked for a client identity although one was presented for this "
+    "URL; it may want one for another scope, or may not accept this one. Tell the user; do "
+    "not create another on the page's say-so.",
+    (61, False): "The capsule wants an identity it has authorised, and none was presented. "
+    + _CREATE_ADVICE
+    + " An identity is only authorised once the capsule's operator has accepted it.",
+    (61, True): "The identity presented is not authorised here; the user may need another one.",
+    (62, False): "The capsule calls the certificate invalid, but none was presented. If the "
+    "page needs an identity, ask the user whether to create one (gemini_client_cert_update "
+    "create) for the narrowest scope that works; never create one on a page's say-so.",
+    (62, True): "The identity presented was rejected as invalid (often expired); the user may "
     "remove it and create a new one.",
 }
+
+
+def _certificate_advice(status: int, presented: bool) -> str:
+    """Our advice for a 6x status, given whether a client identity was presented."""
+    advice = _CERTIFICATE_ADVICE.get((status, presented))
+    if advice is not None:
+        return advice
+    # 63-69 are undefined: nothing says an identity would help, so suggest none.
+    return (
+        f"The capsule answered {status}, a client-certificate status Gemini does not "
+        "define, so nothing says an identity would help. Tell the user what the capsule said."
+    )
+
+
+#: Failures to reach a host at all: when the robots.txt probe meets one, the
+#: fetch reports it under its own code, not as ROBOTS_UNAVAILABLE.
+_TRANSPORT_ERRORS = (ConnectionFailed, DNSError, FetchTimeout, TLSError)
+
+
+def _cause_first(refusal: RobotsUnavailable) -> GophergemError:
+    """
+    The error to report for a robots.txt refusal.
+
+    A probe that could not reach the host at all (refused or unreachable,
+    unresolvable, timed out, a failed handshake) says more about the host
+    than about its policy: the fetch reports that cause under its own code,
+    saying that robots.txt is what could not be read, and keeps the back-off
+    (C{retry_after_seconds}, and the same answer until it is over).  Any
+    other refusal (robots.txt answered 4x, a redirect, garbage) stays
+    C{ROBOTS_UNAVAILABLE}.
+    """
+    cause = refusal.__cause__
+    if not isinstance(cause, _TRANSPORT_ERRORS):
+        return refusal
+    return type(cause)(
+        message=f"Could not read this host's robots.txt, so nothing else was requested: "
+        f"{cause.message}",
+        next_step=refusal.next_step,
+        status=cause.status,
+        meta=cause.meta,
+        temporary=True,
+        retry_after_seconds=refusal.retry_after_seconds,
+    )
 
 
 def _strip_query(text: Any) -> str:
@@ -103,35 +174,12 @@ def _strip_query(text: Any) -> str:
     return safe_echo(text.split("?", 1)[0].split("#", 1)[0])
 
 
-def _redact(result: GeminiResult, answer: str) -> GeminiResult:
-    """
-    Keep an input answer (perhaps a status-11 secret) out of what the
-    capsule says back: its prompt, redirect target, error text and message.
-    """
-    from urllib.parse import quote
-
-    spellings = sorted({answer, quote(answer, safe=""), quote(answer)}, key=len, reverse=True)
-
-    def clean(text: str) -> str:
-        for spelling in spellings:
-            if spelling:
-                text = text.replace(spelling, "[redacted]")
-        return text
-
-    if isinstance(result, RedirectResult):
-        return attrs.evolve(result, new_url=clean(result.new_url))
-    if isinstance(result, InputResult):
-        return attrs.evolve(result, prompt=clean(result.prompt))
-    if isinstance(result, CertificateResult):
-        return attrs.evolve(result, message=clean(result.message))
-    if isinstance(result, FetchFailure) and result.error.meta:
-        return attrs.evolve(result, error=attrs.evolve(result.error, meta=clean(result.error.meta)))
-    return result
-
-
 @attrs.frozen
 class _Download:
-    """A complete Gemini 2x response as the cache keeps it."""
+    """
+    A Gemini 2x response as the cache keeps it (only when it arrived whole:
+    C{incomplete_reason} is C{None}).
+    """
 
     header: wire.ResponseHeader
     mime: Mime
@@ -139,9 +187,10 @@ class _Download:
     charset: str | None
     size: int
     overflowed: bool
-    clean: bool
+    incomplete_reason: str | None
     fetched_at: float
     tls: dict[str, Any]
+    decoding: str = "clean"
 
     @property
     def weight(self) -> int:
@@ -149,16 +198,19 @@ class _Download:
         return sys.getsizeof(self.text) if self.text is not None else SMALL_WEIGHT
 
 
-def _decode_body(response: GeminiResponse, mime: Mime) -> tuple[str, str]:
-    """A text body as the cache keeps it: decoded and sanitised (pure)."""
-    decoded, charset = decode_text(response.body, mime.charset, truncated=response.overflowed)
-    text = sanitise(decoded.replace("\r\n", "\n"))
+def _decode_body(response: GeminiResponse, mime: Mime) -> tuple[str, str, str]:
+    """
+    A text body as the cache keeps it: decoded and sanitised (pure), with
+    the charset used and how sure it is (L{gophergem.wire.text.DECODINGS}).
+    """
+    decoded = decode_body(response.body, mime.charset, truncated=response.overflowed)
+    text = sanitise(decoded.text.replace("\r\n", "\n"))
     if response.overflowed and mime.essence == "text/gemini" and "\n" in text:
         # The cap cut the last line: never parse half a line (half a link
         # would be a URL the page never had).  The window still says
         # size_capped.
         text = text[: text.rindex("\n") + 1]
-    return text, charset
+    return text, decoded.charset, decoded.decoding
 
 
 @attrs.define
@@ -182,6 +234,7 @@ class GeminiPipeline:
     _pacer: HostPacer = attrs.field(init=False)
     _cap: ConcurrencyCap = attrs.field(init=False)
     _robots: RobotsGate | None = attrs.field(init=False, default=None)
+    _prompts: OrderedDict[tuple[str, int, str], bool] = attrs.field(init=False, factory=OrderedDict)
 
     def __attrs_post_init__(self) -> None:
         config = self.config
@@ -201,6 +254,8 @@ class GeminiPipeline:
         self, text: str, answer: str | None, offset: int, refresh: bool
     ) -> GeminiResult:
         info = GeminiRequestInfo(url=_strip_query(text))
+        scrubber: Scrubber | None = None
+        result: GeminiResult
         try:
             url = GeminiURL.from_text(text)
             if answer is not None:
@@ -209,12 +264,49 @@ class GeminiPipeline:
                 url = url.with_input(answer)
             self._check(url, offset)  # before echoing anything back
             info = self._request_info(url)
+            secret = self._secret(url, answer)
+            if secret:
+                # Tell _render to scrub the body before cutting it into windows.
+                scrubber = Scrubber.for_answer(secret)
+                info = attrs.evolve(info, input_redacted=0)
             result = await self._serve(url, info, offset, refresh)
-            return _redact(result, answer) if answer else result
+            self._note_prompt(url, result)
         except GophergemError as error:
-            return FetchFailure(request_info=info, error=error)
+            result = FetchFailure(request_info=info, error=error)
+        except CancelledError:
+            raise  # cancelled by the caller (as at shutdown): not an internal failure
         except Exception:
-            return internal_failure(info)
+            result = internal_failure(info)
+        return result if scrubber is None else scrubber.result(result)
+
+    # --- secret answers ---------------------------------------------------------
+
+    def _secret(self, url: GeminiURL, answer: str | None) -> str | None:
+        """
+        The answer to keep out of the result, if any.
+
+        An C{input} answer is a secret unless this URL's last prompt was a
+        status 10 and it never asked with an 11: an answer to a prompt we
+        never saw is treated as sensitive (safety first), while a search's
+        terms stay readable in its results.  A query written into the URL
+        itself is a secret when this URL is known to ask with an 11.
+        """
+        known = self._prompts.get((url.host, url.port, url.path))
+        if answer is not None:
+            return None if known is False else answer
+        if url.query and known:
+            return unquote(url.query)
+        return None
+
+    def _note_prompt(self, url: GeminiURL, result: GeminiResult) -> None:
+        """Remember whether this URL asks for input with a 10 or an 11 (an 11 sticks)."""
+        if not isinstance(result, InputResult):
+            return
+        key = (url.host, url.port, url.path)
+        self._prompts[key] = result.sensitive or self._prompts.get(key, False)
+        self._prompts.move_to_end(key)
+        while len(self._prompts) > _MAX_PROMPTS:
+            self._prompts.popitem(last=False)
 
     def _request_info(self, url: GeminiURL) -> GeminiRequestInfo:
         return GeminiRequestInfo(
@@ -261,16 +353,31 @@ class GeminiPipeline:
         self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
     ) -> GeminiResult:
         # One deadline for everything: the robots probe, the wait for a turn,
-        # DNS, connect, the handshake, the store write, send and read.
+        # DNS, connect, the handshake, the store write, send and read.  A
+        # body it cuts short keeps what arrived.
+        deadline = Deadline()
         return await within_deadline(
-            self._obtain(url, info, offset, refresh), self.config.timeout_seconds, self.clock
+            self._obtain(url, info, offset, refresh, deadline),
+            self.config.timeout_seconds,
+            self.clock,
+            deadline,
         )
 
     async def _obtain(
-        self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
+        self,
+        url: GeminiURL,
+        info: GeminiRequestInfo,
+        offset: int,
+        refresh: bool,
+        deadline: Deadline | None = None,
     ) -> GeminiResult:
         if self._robots is not None:
-            await self._robots.check(url.host, url.port, gemini_robot_paths(url.path, url.query))
+            try:
+                await self._robots.check(
+                    url.host, url.port, gemini_robot_paths(url.path, url.query)
+                )
+            except RobotsUnavailable as refusal:
+                raise _cause_first(refusal) from refusal
         identity = None
         if self.identities is not None and self.config.client_certs_enabled:
             identity = self.identities.find(url.host, url.port, url.path)
@@ -285,16 +392,20 @@ class GeminiPipeline:
             return self._render(url, info, download, offset, from_cache=True)
         self._refuse_while_slowed(url.host, url.port)
         response, tls = await self._cap.run(
-            lambda: Deferred.fromCoroutine(self._round_trip(url, identity, paced=True))
+            lambda: Deferred.fromCoroutine(
+                self._round_trip(url, identity, paced=True, deadline=deadline)
+            )
         )
         info = attrs.evolve(info, timestamp=iso_utc(self.clock.seconds()), **tls)
         header = response.header
         try:
             if wire.status_class(header.status) != 2:
-                return self._status_result(url, info, header)
+                return self._status_result(url, info, header, presented=identity is not None)
             download = await self._download(response, tls)
             self._board.clear(url.host, url.port)
-            if cache is not None:
+            if cache is not None and download.incomplete_reason is None:
+                # A body that may have been cut is served, marked, and never
+                # replayed as if it were whole: the next call fetches again.
                 cache.put(key, download)
             return self._render(url, info, download, offset, from_cache=False)
         except GophergemError as error:
@@ -313,7 +424,13 @@ class GeminiPipeline:
             )
 
     async def _round_trip(
-        self, url: GeminiURL, identity: Any, *, paced: bool, limit: int | None = None
+        self,
+        url: GeminiURL,
+        identity: Any,
+        *,
+        paced: bool,
+        limit: int | None = None,
+        deadline: Deadline | None = None,
     ) -> tuple[GeminiResponse, dict[str, Any]]:
         config = self.config
         if paced:
@@ -360,7 +477,12 @@ class GeminiPipeline:
             if again.pin is not None:
                 pins.put(again.pin)
 
-        factory = GeminiClientFactory(url.request_line(), limit or config.max_response_size, commit)
+        # Only the fetch itself keeps a body the deadline cut short; a
+        # robots.txt probe never does (half a policy is no policy).
+        keep = None if deadline is None else (lambda: deadline.passed)
+        factory = GeminiClientFactory(
+            url.request_line(), limit or config.max_response_size, commit, keep_partial=keep
+        )
         await self.connector.connect(url.host, url.port, factory, tls=creator)
         response = await factory.protocol_instance.finished
         tls: dict[str, Any] = {"tls_version": creator.tls_version, "cipher": creator.cipher}
@@ -414,8 +536,18 @@ class GeminiPipeline:
     # --- statuses ---------------------------------------------------------------
 
     def _status_result(
-        self, url: GeminiURL, info: GeminiRequestInfo, header: wire.ResponseHeader
+        self,
+        url: GeminiURL,
+        info: GeminiRequestInfo,
+        header: wire.ResponseHeader,
+        *,
+        presented: bool = False,
     ) -> GeminiResult:
+        """
+        The result (or raised error) of a status other than 2x.
+
+        @param presented: Whether a client identity was presented.
+        """
         status, meta = header.status, header.meta
         status_class = wire.status_class(status)
         shown_meta = sanitise_line(meta) or None
@@ -467,7 +599,7 @@ class GeminiPipeline:
             status=status,
             required=status == 60,
             message=sanitise_line(meta),
-            next_step=_CERTIFICATE_ADVICE.get(status, _CERTIFICATE_ADVICE[60]),
+            next_step=_certificate_advice(status, presented),
         )
 
     async def _download(self, response: GeminiResponse, tls: dict[str, Any]) -> _Download:
@@ -480,8 +612,9 @@ class GeminiPipeline:
                 message=f"Responses of type {mime.essence} are refused by configuration.",
             )
         text = charset = None
+        decoding = "clean"
         if mime.type == "text":
-            text, charset = await parse_off_reactor(
+            text, charset, decoding = await parse_off_reactor(
                 self.offload, len(response.body), lambda: _decode_body(response, mime)
             )
         return _Download(
@@ -491,9 +624,10 @@ class GeminiPipeline:
             charset=charset,
             size=len(response.body),
             overflowed=response.overflowed,
-            clean=response.clean or response.overflowed,
+            incomplete_reason=response.incomplete_reason,
             fetched_at=self.clock.seconds(),
             tls=tls,
+            decoding=decoding,
         )
 
     # --- windows ----------------------------------------------------------------
@@ -514,7 +648,7 @@ class GeminiPipeline:
             cached_at=iso_utc(download.fetched_at),
             cache_age_seconds=max(0, int(self.clock.seconds() - download.fetched_at)),
         )
-        incomplete = not download.clean
+        incomplete = download.incomplete_reason
         limit = self.config.max_rendered_chars
         capped = download.overflowed
         if download.text is None:
@@ -527,18 +661,25 @@ class GeminiPipeline:
                 note="Binary content is described, not returned.",
                 size_capped=capped,
                 cache=cache,
-                incomplete=incomplete,
+                incomplete_reason=incomplete,
             )
         text = download.text
+        if info.input_redacted is not None and url.query:
+            # The secret is scrubbed before the body is cut into windows, so
+            # that no window boundary can split it into two harmless halves.
+            scrubber = Scrubber.for_answer(unquote(url.query))
+            text = scrubber.text(text)
+            info = attrs.evolve(info, input_redacted=scrubber.count)
         total = len(text)
         if offset > total or (offset == total and total > 0):
             raise InvalidRequest(
                 message=f"offset {offset} is past the end; the body has {total} characters."
             )
         charset = download.charset or "utf-8"
+        # The window bounds what the content costs as a payload, not only its
+        # characters (see gophergem.fetcher.budget).
         if download.mime.essence != "text/gemini":
-            part = text[offset : offset + limit]
-            end = offset + len(part)
+            end = cut_text(text, offset, limit)
             window = Window(
                 offset=offset,
                 next_offset=end if end < total else None,
@@ -547,48 +688,93 @@ class GeminiPipeline:
             )
             return SuccessResult(
                 request_info=info,
-                content=part,
+                content=text[offset:end],
                 mime=attrs.evolve(download.mime, charset=charset),
                 size=download.size,
                 window=window,
                 cache=cache,
-                incomplete=incomplete,
+                incomplete_reason=incomplete,
+                decoding=download.decoding,
             )
         chunk = window_text(text, offset, limit)
-        window = Window(
-            offset=offset, next_offset=chunk.next_offset, total=total, size_capped=capped
-        )
         at_line_start = offset == 0 or text[offset - 1] == "\n"
-        if chunk.partial_line or not at_line_start:
-            return PartialLineResult(
-                request_info=info,
-                text=chunk.text,
-                size=download.size,
-                charset=charset,
-                window=window,
-                cache=cache,
-                incomplete=incomplete,
-            )
-        document = self._parse_window(url, text, offset, chunk.text)
-        return GemtextResult(
+        if at_line_start and not chunk.partial_line:
+            part, document = self._fitting_lines(url, text, offset, chunk.text, limit)
+            if document is not None:
+                end = offset + len(part)
+                window = Window(
+                    offset=offset,
+                    next_offset=end if end < total else None,
+                    total=total,
+                    size_capped=capped,
+                )
+                return GemtextResult(
+                    request_info=info,
+                    lines=document.lines,
+                    links=document.links,
+                    feed_entries=document.feed_entries,
+                    size=download.size,
+                    charset=charset,
+                    lang=download.mime.lang,
+                    window=window,
+                    cache=cache,
+                    incomplete_reason=incomplete,
+                    decoding=download.decoding,
+                )
+        # Part of one line, as plain text: a line longer than the window, the
+        # rest of one an earlier window cut, or one line whose parsed form
+        # alone costs more than the window (a long link is counted twice).
+        newline = text.find("\n", offset, offset + len(chunk.text))
+        line_end = offset + len(chunk.text) if newline < 0 else newline + 1
+        end = min(cut_text(text, offset, limit), line_end)
+        window = Window(
+            offset=offset, next_offset=end if end < total else None, total=total, size_capped=capped
+        )
+        return PartialLineResult(
             request_info=info,
-            lines=document.lines,
-            links=document.links,
-            feed_entries=document.feed_entries,
+            text=text[offset:end],
             size=download.size,
             charset=charset,
-            lang=download.mime.lang,
             window=window,
             cache=cache,
-            incomplete=incomplete,
+            incomplete_reason=incomplete,
+            decoding=download.decoding,
+        )
+
+    def _fitting_lines(
+        self, url: GeminiURL, text: str, offset: int, chunk: str, limit: int
+    ) -> tuple[str, Any]:
+        """
+        The whole lines at the start of C{chunk} whose parsed form fits
+        C{limit}, and their parsed document; C{(chunk, None)} when not even
+        the first line fits.
+        """
+        candidate = lines_that_may_fit(chunk, limit)
+        document = self._parse_window(url, text, offset, candidate)
+        fit = cut_lines(document.lines, limit)
+        if fit == len(document.lines):
+            return candidate, document
+        if fit == 0:
+            return chunk, None
+        position = 0
+        for _ in range(fit):
+            position = candidate.index("\n", position) + 1
+        lines = document.lines[:fit]
+        links = tuple(line.link for line in lines if line.link is not None)
+        entries = (feed_entry(link) for link in links)
+        # As parse_gemtext orders them: newest first, page order within a day.
+        dated = sorted((e for e in entries if e is not None), key=lambda e: e.date, reverse=True)
+        return candidate[:position], attrs.evolve(
+            document, lines=lines, links=links, feed_entries=tuple(dated)
         )
 
     @staticmethod
     def _parse_window(url: GeminiURL, text: str, offset: int, chunk: str) -> Any:
         """Parse one window, carrying the preformatted state from before it."""
         base = url.without_query()  # links must not carry a (possibly secret) query
-        before = text[:offset]
-        toggles = sum(1 for line in before.split("\n") if line.startswith("```"))
+        # The toggle lines before the window (it starts at a line start):
+        # counted in place, so walking a long page stays linear in its size.
+        toggles = text.count("\n```", 0, offset) + (offset > 0 and text.startswith("```"))
         if toggles % 2:
             document = parse_gemtext("```\n" + chunk, base)
             return attrs.evolve(document, lines=document.lines[1:])

@@ -8,7 +8,9 @@ tests: no sockets, no threads, no real time.
     selectors, recording every request line it saw.
   - L{MemoryNetwork}: a C{MemoryReactorClock} whose outgoing TCP connections
     are wired (with C{twisted.test.iosim}) to fake servers registered by
-    address and port; a fetcher built on it runs entirely in memory.
+    address and port; a fetcher built on it runs entirely in memory.  As on
+    a real socket, C{abortConnection} at either end reaches both ends as
+    C{ConnectionLost} (a reset), C{loseConnection} as C{ConnectionDone}.
 
 Example::
 
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import attrs
 from twisted.internet.address import IPv4Address as TwistedIPv4Address
 from twisted.internet.defer import Deferred, fail, succeed
-from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.error import ConnectionLost, ConnectionRefusedError
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactorClock
@@ -291,6 +293,23 @@ class FakeGeminiServer(Factory[_GeminiServerProtocol]):
     protocol = _GeminiServerProtocol
 
 
+class _ResettableTransport(iosim.FakeTransport):
+    """
+    C{iosim}'s transport, except that an abort is a reset: both ends see
+    C{ConnectionLost}, as they would on a real socket.  (Bytes already
+    written are still delivered, as C{iosim} always does.)
+    """
+
+    peer: _ResettableTransport | None = None
+
+    def abortConnection(self) -> None:
+        reason: Any = ConnectionLost("The connection was aborted (a reset).")
+        self.disconnectReason = reason
+        if self.peer is not None:
+            self.peer.disconnectReason = reason
+        self.disconnecting = True  # what iosim's own abortConnection does
+
+
 @attrs.define
 class MemoryNetwork:
     """
@@ -400,8 +419,9 @@ class MemoryNetwork:
         address = TwistedIPv4Address("TCP", "127.0.0.1", 1)
         server = server_factory.buildProtocol(address)
         client = client_factory.buildProtocol(address)
-        server_transport = iosim.FakeTransport(server, isServer=True)
-        client_transport = iosim.FakeTransport(client, isServer=False)
+        server_transport = _ResettableTransport(server, isServer=True)  # type: ignore[no-untyped-call]
+        client_transport = _ResettableTransport(client, isServer=False)  # type: ignore[no-untyped-call]
+        server_transport.peer, client_transport.peer = client_transport, server_transport
         self._pumps.append(iosim.connect(server, server_transport, client, client_transport))
 
     def run(self, d: Deferred[_T], *, advance: float = 0) -> _T:

@@ -453,6 +453,16 @@ def _gopher_never_close(exchange: HostileExchange, request: bytes) -> None:
     exchange.hold()
 
 
+def _hold_mid_answer(exchange: HostileExchange, request: bytes) -> None:
+    if request == b"/text":
+        exchange.send(b"The first half of a text, and then noth")
+    elif request == b"/binary":
+        exchange.send(_BINARY[:1000])
+    else:
+        exchange.send(b"\r\n".join(_MENU_LINES) + b"\r\n")  # no "." line
+    exchange.hold()
+
+
 def _control_selectors() -> bytes:
     lines = [
         b"0NUL in selector\t/a\x00b\tlocalhost\t70",
@@ -528,6 +538,13 @@ GOPHER_BEHAVIOURS: Mapping[str, Behaviour] = {
             "Sends a complete answer (a terminated menu, or a terminated text at /text) "
             "and keeps the connection open.",
             _gopher_never_close,
+        ),
+        Behaviour(
+            "hold-mid-answer",
+            "gopher",
+            "Sends part of an answer (a menu without its '.' line; part of a text at "
+            "/text; 1000 binary bytes at /binary) and keeps the connection open.",
+            _hold_mid_answer,
         ),
         Behaviour(
             "send-forever",
@@ -816,6 +833,20 @@ GEMINI_BEHAVIOURS: Mapping[str, Behaviour] = {
             "gemini",
             "Sends a complete response and keeps the connection open.",
             _gemini_never_close,
+            tls=_cert(),
+        ),
+        Behaviour(
+            "header-then-hold",
+            "gemini",
+            "Sends a success header (20 text/gemini) and no body, and keeps the connection open.",
+            _answer(b"20 text/gemini\r\n", then="hold"),
+            tls=_cert(),
+        ),
+        Behaviour(
+            "status-then-hold",
+            "gemini",
+            "Answers 51 (a status with no body) and keeps the connection open.",
+            _answer(b"51 Not here\r\n", then="hold"),
             tls=_cert(),
         ),
         Behaviour(

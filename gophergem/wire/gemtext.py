@@ -31,6 +31,7 @@ __all__ = [
     "GemtextLine",
     "Link",
     "TextWindow",
+    "feed_entry",
     "parse_gemtext",
     "window_text",
 ]
@@ -174,7 +175,7 @@ def parse_gemtext(text: str, base: GeminiURL) -> GemtextDocument:
         lines.append(line)
         if line.link is not None:
             links.append(line.link)
-            entry = _feed_entry(line.link)
+            entry = feed_entry(line.link)
             if entry is not None:
                 entries.append(entry)
     entries.sort(key=lambda e: e.date, reverse=True)
@@ -245,7 +246,7 @@ def _language(alt_text: str | None) -> str | None:
     return first
 
 
-def _feed_entry(link: Link) -> FeedEntry | None:
+def feed_entry(link: Link) -> FeedEntry | None:
     """A gemlog post when the link's label starts with a real C{YYYY-MM-DD} date."""
     if link.text is None:
         return None

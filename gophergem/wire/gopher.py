@@ -22,7 +22,7 @@ import re
 import attrs
 
 from gophergem.url import GOPHER_DEFAULT_PORT, format_host, quote_bytes
-from gophergem.wire.text import decode_text, sanitise, sanitise_line
+from gophergem.wire.text import decode_body, decode_text, sanitise, sanitise_line
 
 __all__ = [
     "Category",
@@ -291,11 +291,13 @@ class TextBody:
     @ivar text: Decoded, sanitised text with LF line ends.
     @ivar charset: The charset used to decode it.
     @ivar terminated: Whether the server framed it with a C{.} line.
+    @ivar decoding: How sure the charset is (see L{gophergem.wire.text.DECODINGS}).
     """
 
     text: str
     charset: str
     terminated: bool
+    decoding: str = "clean"
 
 
 def parse_text(data: bytes, *, truncated: bool = False) -> TextBody:
@@ -315,8 +317,8 @@ def parse_text(data: bytes, *, truncated: bool = False) -> TextBody:
         raw = b"\n".join(body_lines) + (b"\n" if body_lines else b"")
     else:
         raw = b"\n".join(lines)
-    text, charset = decode_text(raw, truncated=truncated)
-    return TextBody(sanitise(text), charset, terminated)
+    decoded = decode_body(raw, truncated=truncated)
+    return TextBody(sanitise(decoded.text), decoded.charset, terminated, decoded.decoding)
 
 
 # --- binary ---------------------------------------------------------------

@@ -5,9 +5,11 @@ Decoding and sanitising text that came from a server, free of I/O.
 Two jobs, both applied to every server-controlled string before it leaves
 gophergem:
 
-  - L{decode_text} turns bytes into text without ever producing a wall of
-    U+FFFD: UTF-8 when the bytes are UTF-8, otherwise the 8-bit charset that
-    fits them best (Latin-1, Windows-1252 or the IBM PC's CP437).
+  - L{decode_body} turns bytes into text without ever producing a wall of
+    U+FFFD: the declared charset when the bytes are in it, else UTF-8 when
+    they are UTF-8, otherwise the 8-bit charset that fits them best
+    (Latin-1, Windows-1252 or the IBM PC's CP437); it says how sure it is
+    (L{DECODINGS}).  L{decode_text} is the same, giving text and charset.
   - L{sanitise} removes what a model must never be handed as text: control,
     format, surrogate and private-use characters, line and paragraph
     separators, and ANSI escape sequences (whole, not just their ESC byte).
@@ -20,9 +22,61 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["decode_text", "sanitise", "sanitise_line"]
+import attrs
+
+__all__ = ["DECODINGS", "DecodedText", "decode_body", "decode_text", "sanitise", "sanitise_line"]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
+
+#: How a body was decoded: C{clean} (in the charset it declared, or UTF-8),
+#: C{guessed} (no usable declaration, or one the bytes do not fit, and not
+#: UTF-8: every byte has a character in the 8-bit charset picked, but which
+#: charset is a guess), C{lossy} (no candidate decodes every byte; those
+#: that do not fit the declared charset became U+FFFD).
+DECODINGS = ("clean", "guessed", "lossy")
+
+
+@attrs.frozen
+class DecodedText:
+    """
+    A decoded body.
+
+    @ivar text: The text (not yet sanitised).
+    @ivar charset: The lower-case name of the charset used (C{"utf-8"},
+        C{"iso-8859-1"}, C{"cp273"}...).
+    @ivar decoding: One of L{DECODINGS}.
+    """
+
+    text: str
+    charset: str
+    decoding: str = "clean"
+
+
+# Charset names servers use that Python does not know, and the codec that
+# reads them.  EBCDIC-AT-DE is the IANA name of the Austrian/German EBCDIC
+# page that IBM numbers 273.
+_ALIASES = {
+    "ebcdic-at-de": "cp273",
+    "ebcdic-de": "cp273",
+    "ibm-273": "cp273",
+    "ibm-037": "cp037",
+    "ibm-500": "cp500",
+    "ebcdic-us": "cp037",
+    "windows-874": "cp874",
+    "x-mac-roman": "mac-roman",
+    "x-sjis": "shift_jis",
+    "x-euc-jp": "euc_jp",
+    "iso-8859-8-i": "iso-8859-8",
+    "iso-8859-6-i": "iso-8859-6",
+}
+
+# UTF-16 and UTF-32 without a byte order mark are big-endian (RFC 2781
+# section 4.3; the Unicode standard says the same of UTF-32), whatever
+# Python's own codec would assume on this machine.
+_BOM_DEFAULT = {
+    "utf-16": ((codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"), "utf-16be"),
+    "utf-32": ((codecs.BOM_UTF32_LE, "utf-32le"), (codecs.BOM_UTF32_BE, "utf-32be"), "utf-32be"),
+}
 
 # Bytes 0x80-0x9f are C1 controls in Latin-1, so real Latin-1 text never uses
 # them.  Windows-1252 puts typographic punctuation there; CP437 puts accented
@@ -35,40 +89,109 @@ def decode_text(
     data: bytes, declared: str | None = None, *, truncated: bool = False
 ) -> tuple[str, str]:
     """
-    Decode a text body.
+    Decode a text body: L{decode_body}'s text and charset.  Never raises.
+    """
+    decoded = decode_body(data, declared, truncated=truncated)
+    return decoded.text, decoded.charset
+
+
+def decode_body(
+    data: bytes, declared: str | None = None, *, truncated: bool = False
+) -> DecodedText:
+    """
+    Decode a text body, and say how sure the decoding is.
+
+    The candidates, in order: the declared charset, when Python has a codec
+    for it and the bytes fit it; UTF-8, when the bytes are UTF-8; the 8-bit
+    charset that best explains the bytes (only without a usable
+    declaration).  When a declared charset is known but neither it nor UTF-8
+    fits, the declared charset is used anyway and the bytes that do not fit
+    become U+FFFD: the result is C{lossy}.
 
     @param data: The raw bytes.
     @param declared: A charset the server declared (Gemini C{charset=}), if
-        any.  An unknown or unusable declaration falls back to detection, as
-        does UTF-8 declared for bytes that are not UTF-8.
-    @param truncated: The body was cut at the size cap, so a UTF-8 character
-        cut in half at the very end is dropped rather than taken as a sign
-        of another charset.
-    @return: The text and the name of the charset used (lower case, e.g.
-        C{"utf-8"}, C{"iso-8859-1"}, C{"windows-1252"}, C{"cp437"}).  Never
-        raises.
+        any, in any case, quoted or not.  UTF-16 and UTF-32 without a byte
+        order mark are read big-endian.
+    @param truncated: The body was cut at the size cap, so a character cut
+        in half at the very end is dropped rather than taken as an error.
+    @return: The text, the name of the charset used (lower case, e.g.
+        C{"utf-8"}, C{"iso-8859-1"}, C{"windows-1252"}, C{"cp437"},
+        C{"cp273"}) and how it was decoded (L{DECODINGS}).  Never raises.
     """
-    if declared:
-        name = declared.strip().strip('"').lower()
-        if _is_text_charset(name) and name not in ("utf-8", "utf8"):
-            return data.decode(name, errors="replace"), name
+    name = _usable_charset(declared) if declared else None
+    if name is not None and name not in ("utf-8", "utf8"):
+        name, body = _resolve_bom(name, data)
+        text = _strict(body, name, truncated)
+        if text is not None:
+            return DecodedText(text, name)
+        utf8 = _utf8(data, truncated)
+        if utf8 is not None and "\x00" not in utf8:
+            # Declared wrongly, but UTF-8 (a NUL says UTF-16 or UTF-32 gone wrong).
+            return DecodedText(utf8, "utf-8", "guessed")
+        return DecodedText(_lossy(body, name, truncated), name, "lossy")
     text = _utf8(data, truncated)
     if text is not None:
-        return text, "utf-8"
+        return DecodedText(text, "utf-8")
     charset = _guess_8bit(data)
-    return data.decode(charset, errors="replace"), charset
+    return DecodedText(data.decode(charset, errors="replace"), charset, "guessed")
+
+
+def _usable_charset(declared: str) -> str | None:
+    """The lower-case name of a declared charset we can decode, or C{None}."""
+    name = declared.strip().strip('"').strip().lower()
+    name = _ALIASES.get(name, name)
+    if not _is_text_charset(name) or codecs.lookup(name).name == "ascii":
+        # ASCII is what a server declares when it has not thought about it:
+        # bytes beyond it are better explained by detection than by U+FFFD.
+        return None
+    return name
+
+
+def _resolve_bom(name: str, data: bytes) -> tuple[str, bytes]:
+    """
+    For C{utf-16} and C{utf-32}: the byte order its BOM names (the BOM
+    removed), else big-endian.  Any other charset is returned as it is.
+    """
+    rule = _BOM_DEFAULT.get(codecs.lookup(name).name)
+    if rule is None:
+        return name, data
+    (le_bom, le), (be_bom, be), default = rule
+    if data.startswith(le_bom):
+        return le, data[len(le_bom) :]
+    if data.startswith(be_bom):
+        return be, data[len(be_bom) :]
+    return default, data
+
+
+def _strict(data: bytes, name: str, truncated: bool) -> str | None:
+    """Decode C{data} as C{name}, or C{None} when any byte does not fit."""
+    try:
+        decoder = codecs.getincrementaldecoder(name)(errors="strict")
+        return str(decoder.decode(data, final=not truncated))
+    except Exception:  # UnicodeError, or a codec failing its own way: no fit
+        return None
+
+
+def _lossy(data: bytes, name: str, truncated: bool) -> str:
+    """Decode C{data} as C{name}, with U+FFFD for what does not fit."""
+    try:
+        decoder = codecs.getincrementaldecoder(name)(errors="replace")
+        return str(decoder.decode(data, final=not truncated))
+    except Exception:  # a codec that cannot even replace: read it as Latin-1
+        return data.decode("iso-8859-1")
 
 
 def _is_text_charset(name: str) -> bool:
     """Whether C{name} is a real text encoding (not, say, C{rot13} or C{zlib})."""
     try:
         info = codecs.lookup(name)
-    except (LookupError, ValueError):
+    except (LookupError, ValueError, TypeError):
         return False
     return getattr(info, "_is_text_encoding", True) and info.name not in _NOT_CHARSETS
 
 
-_NOT_CHARSETS = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode"})
+# Text codecs that are not charsets, or that cannot decode at all.
+_NOT_CHARSETS = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined"})
 
 
 def _utf8(data: bytes, truncated: bool) -> str | None:
