@@ -21,7 +21,7 @@ from twisted.logger import (
     textFileLogObserver,
 )
 
-__all__ = ["observer_for", "start_logging", "stderr_observer"]
+__all__ = ["LogFileError", "observer_for", "open_log_file", "start_logging", "stderr_observer"]
 
 _LEVELS = {
     "DEBUG": LogLevel.debug,
@@ -43,9 +43,32 @@ def stderr_observer() -> ILogObserver:
     return observer_for(sys.stderr)
 
 
+class LogFileError(Exception):
+    """The log file cannot be opened for writing; the message is one line saying why."""
+
+
+def open_log_file(path: str) -> IO[str]:
+    """
+    Open C{path} for appending log lines.
+
+    @raise LogFileError: Naming the file and the reason, when it cannot be
+        written (a missing directory, no permission, a directory).
+    """
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as error:
+        raise LogFileError(
+            f"GOPHERGEM_LOG_FILE {path!r}: cannot write to it ({error.strerror or error})."
+        ) from None
+
+
 def start_logging(level: str = "INFO", path: str | None = None) -> None:
-    """Send Twisted's and the standard library's logs to stderr or C{path}."""
-    stream: IO[str] = open(path, "a", encoding="utf-8") if path else sys.stderr  # noqa: SIM115
+    """
+    Send Twisted's and the standard library's logs to stderr or C{path}.
+
+    @raise LogFileError: When C{path} cannot be opened; nothing was started.
+    """
+    stream: IO[str] = open_log_file(path) if path else sys.stderr
     globalLogBeginner.beginLoggingTo([observer_for(stream, level)], redirectStandardIO=False)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s"))

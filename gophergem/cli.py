@@ -3,12 +3,19 @@
 The C{gophergem} console script.
 
   - C{gophergem}: an MCP server on stdin/stdout (what MCP clients launch);
+  - C{gophergem serve}: the service tree of C{twistd gophergem} (stdio or
+    Streamable HTTP) in the foreground, with the same options;
   - C{gophergem fetch URL}: fetch one URL under the same policy and print it;
+  - C{gophergem trust list|remove|pin|import} and C{gophergem identity
+    list|create|remove}: the trust and identity tools' operations, with the
+    same interlocks, for the person at the terminal;
   - C{gophergem --version}.
 
 Every setting can come from its environment variable or from the option of
-the same name (C{GOPHER_TIMEOUT_SECONDS} / C{--gopher-timeout-seconds}); the
-option wins.  A bad value ends the program with one line naming it.
+the same name (C{GOPHER_TIMEOUT_SECONDS} / C{--gopher-timeout-seconds}),
+before or after the command; the option wins.  A user error (a bad option,
+setting or argument, a log file that cannot be written, a port in use) ends
+the program with one line naming it and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -18,60 +25,215 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._version import __version__
 from gophergem.config import SETTINGS, Config, ConfigError
+from gophergem.errors import GophergemError, InvalidRequest, PinExists
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
+    from gophergem.interfaces import IIdentityStore, IPinStore
     from gophergem.results import FetchResult, GeminiResult
 
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gophergem",
-        description="Gopher and Gemini for AI assistants over MCP. With no command, "
-        "serve MCP on stdin/stdout.",
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, not a page of usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _settings() -> argparse.ArgumentParser:
+    """The settings, as a parent parser every command shares."""
+    parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    group = parent.add_argument_group(
+        "settings (each also read from its environment variable; accepted before or after "
+        "the command)"
     )
-    parser.add_argument("--version", action="version", version=f"gophergem {__version__}")
-    settings = parser.add_argument_group("settings (each also read from its environment variable)")
     for setting in SETTINGS:
-        settings.add_argument(
+        group.add_argument(
             f"--{setting.option}",
             dest=setting.variable,
             metavar="VALUE",
+            # Unset stays unset, so a setting given before the command is not
+            # overwritten by the command's own default.
+            default=argparse.SUPPRESS,
             help=f"{setting.help} [{setting.variable}]",
         )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    fetch = commands.add_parser(
-        "fetch", help="Fetch one gopher:// or gemini:// URL, under the same policy, and print it."
+    return parent
+
+
+def _parser() -> argparse.ArgumentParser:
+    settings = _settings()
+    parser = _Parser(
+        prog="gophergem",
+        usage="%(prog)s [--version] [settings] [COMMAND ...]",
+        description="Gopher and Gemini for AI assistants over MCP. With no command, "
+        "serve MCP on stdin/stdout.",
+        epilog="Exit status: 0 done; 1 a fetch whose result is an error, or a trust "
+        "operation refused; 2 a usage error (a bad option, setting or argument). "
+        "COMMAND --help shows each command's options.",
+        parents=[settings],
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"gophergem {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", prog="gophergem")
+
+    def command(
+        group: Any, name: str, usage: str, help: str, description: str | None = None
+    ) -> argparse.ArgumentParser:
+        made: argparse.ArgumentParser = group.add_parser(
+            name,
+            usage=f"%(prog)s {usage}",
+            help=help,
+            description=description or help,
+            parents=[settings],
+            allow_abbrev=False,
+        )
+        return made
+
+    fetch = command(
+        commands,
+        "fetch",
+        "[--search TERMS] [--input ANSWER] [--offset N] [--json] [settings] URL",
+        "Fetch one gopher:// or gemini:// URL, under the same policy, and print it.",
     )
     fetch.add_argument("url")
-    fetch.add_argument("--search", help="Search terms for a Gopher type-7 item.")
-    fetch.add_argument("--input", help="The answer to a Gemini input prompt.")
-    fetch.add_argument("--offset", type=int, default=0, help="Where the window starts.")
-    fetch.add_argument("--json", action="store_true", help="Print the JSON payload.")
-    trust = commands.add_parser("trust", help="Manage Gemini certificate pins.")
-    trust_commands = trust.add_subparsers(dest="trust_command", metavar="ACTION", required=True)
-    import_ = trust_commands.add_parser(
-        "import", help="Import pins from a gopher-mcp tofu.json (its default place if no PATH)."
+    fetch.add_argument("--search", metavar="TERMS", help="Search terms for a Gopher type-7 item.")
+    fetch.add_argument("--input", metavar="ANSWER", help="The answer to a Gemini input prompt.")
+    fetch.add_argument(
+        "--offset", metavar="N", type=int, default=0, help="Where the window starts."
+    )
+    fetch.add_argument(
+        "--json", action="store_true", help="Print the JSON payload (also when piped)."
+    )
+
+    serve = command(
+        commands,
+        "serve",
+        "[--transport stdio|http] [--endpoint STRPORT] [--allowed-host NAME ...] [settings]",
+        "Serve MCP on stdin/stdout or over Streamable HTTP, as twistd gophergem does.",
+        "Serve MCP: on stdin/stdout (--transport stdio, the default) or over Streamable HTTP "
+        "at /mcp with /health and /.well-known/agent.gopher (--transport http). The same "
+        "service tree as twistd gophergem, in the foreground; logs go to stderr or "
+        "GOPHERGEM_LOG_FILE; SIGTERM or SIGINT stops it.",
+    )
+    serve.add_argument(
+        "--transport",
+        metavar="stdio|http",
+        help="stdio (MCP on stdin/stdout) or http (Streamable HTTP).",
+    )
+    serve.add_argument(
+        "--endpoint",
+        metavar="STRPORT",
+        help="Where HTTP listens, as a Twisted strports description "
+        "(default tcp:8000:interface=127.0.0.1).",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="A name (or name:port) HTTP clients may use besides loopback ones; repeatable.",
+    )
+
+    trust = command(commands, "trust", "ACTION ...", "Manage Gemini certificate pins.")
+    trust_commands = trust.add_subparsers(
+        dest="trust_command", metavar="ACTION", required=True, prog="gophergem trust"
+    )
+    import_ = command(
+        trust_commands,
+        "import",
+        "[settings] [PATH]",
+        "Import pins from a gopher-mcp tofu.json (its default place if no PATH).",
     )
     import_.add_argument("path", nargs="?")
+    listing = command(
+        trust_commands,
+        "list",
+        "[--json] [settings] [HOST]",
+        "List pinned certificates, optionally of one host.",
+    )
+    listing.add_argument("host", nargs="?")
+    remove = command(
+        trust_commands,
+        "remove",
+        "[--port N] [--json] [settings] HOST FINGERPRINT",
+        "Remove a pin, naming the fingerprint pinned now.",
+    )
+    pin = command(
+        trust_commands,
+        "pin",
+        "[--port N] [--replace] [--json] [settings] HOST FINGERPRINT",
+        "Pin a fingerprint you got from a trusted channel (the capsule's operator).",
+        "Pin a fingerprint you got from a trusted channel (the capsule's operator). A host "
+        "pinned to another certificate keeps its pin unless you agree to replace it: with "
+        "--replace, or by answering y when asked at a terminal. Without either, nothing "
+        "changes (PIN_EXISTS, exit status 1).",
+    )
+    for parser_ in (remove, pin):
+        parser_.add_argument("host")
+        parser_.add_argument("fingerprint", help="SHA-256: hex, colons and sha256: optional.")
+        parser_.add_argument("--port", metavar="N", type=int, default=1965, help="The port (1965).")
+    pin.add_argument(
+        "--replace",
+        action="store_true",
+        help="Replace the host's current pin, if it has one for another certificate.",
+    )
+
+    identity = command(
+        commands, "identity", "ACTION ...", "Manage Gemini client identities (certificates)."
+    )
+    identity_commands = identity.add_subparsers(
+        dest="identity_command", metavar="ACTION", required=True, prog="gophergem identity"
+    )
+    listing = command(
+        identity_commands,
+        "list",
+        "[--json] [settings] [HOST]",
+        "List identities, optionally of one host.",
+    )
+    listing.add_argument("host", nargs="?")
+    create = command(
+        identity_commands,
+        "create",
+        "[--json] [settings] URL",
+        "Create an identity for a URL's scope (host, port and path prefix).",
+    )
+    create.add_argument("url", help="gemini://host/ covers the whole capsule.")
+    remove = command(
+        identity_commands,
+        "remove",
+        "[--json] [settings] URL FINGERPRINT",
+        "Remove an identity, naming its fingerprint.",
+    )
+    remove.add_argument("url", help="The identity's scope, as listed.")
+    remove.add_argument("fingerprint")
+    for group in (trust_commands, identity_commands):
+        for sub in group.choices.values():
+            if sub is not import_:
+                sub.add_argument("--json", action="store_true", help="Print JSON.")
     return parser
 
 
-def _config(args: argparse.Namespace, environ: dict[str, str]) -> Config:
-    values = dict(environ)
-    for setting in SETTINGS:
-        given = getattr(args, setting.variable, None)
-        if given is not None:
-            values[setting.variable] = given
-    return Config.from_env(values)
+def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> Config:
+    return Config.from_env({**environ, **_given_settings(args)})
+
+
+def _given_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The settings given as options, by variable name."""
+    return {
+        setting.variable: getattr(args, setting.variable)
+        for setting in SETTINGS
+        if getattr(args, setting.variable, None) is not None
+    }
 
 
 def _install_asyncio_reactor() -> None:
@@ -84,25 +246,71 @@ def _install_asyncio_reactor() -> None:
     asyncioreactor.install(loop)
 
 
-def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> int:
-    """Run the console script; return the exit status."""
-    args = _parser().parse_args(argv)
-    try:
-        config = _config(args, dict(os.environ if environ is None else environ))
-    except ConfigError as exc:
-        print(f"gophergem: {exc}", file=sys.stderr)
-        return 2
-    from gophergem._log import start_logging
+def _fail(message: str, status: int = 2) -> int:
+    print(f"gophergem: {message}", file=sys.stderr)
+    return status
 
-    if args.command == "trust":
-        return _trust_import(config, args, dict(os.environ if environ is None else environ))
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """
+    Run the console script; return the exit status.
+
+    0: done; 1: a fetch whose result is an error, or a trust operation that
+    was refused; 2: a usage error, said in one line on standard error.
+    """
+    try:
+        return _main(argv, dict(os.environ if environ is None else environ))
+    except BrokenPipeError:
+        return _stdout_gone()
+
+
+def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit:  # --help, --version, or a one-line usage error
+        return exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 2
+    try:
+        config = _config(args, environ)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    from gophergem._log import LogFileError, start_logging
+
+    quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
+    try:
+        if args.command in ("fetch", "trust", "identity"):
+            start_logging(quiet, config.log_file)
+        elif args.command is None:
+            start_logging(config.log_level, config.log_file)
+    except LogFileError as error:
+        return _fail(str(error))
     if args.command == "fetch":
-        start_logging(
-            "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level, config.log_file
-        )
         return _fetch(config, args)
-    start_logging(config.log_level, config.log_file)
+    if args.command == "serve":
+        return _serve(args, environ)
+    if args.command == "trust":
+        if args.trust_command == "import":
+            return _trust_import(config, args, environ)
+        return _trust(config, args, environ)
+    if args.command == "identity":
+        return _identity(config, args, environ)
     return _serve_stdio(config)
+
+
+def _stdout_gone() -> int:
+    """
+    Standard output was closed by its reader (C{gophergem fetch … | head}):
+    stop quietly, as a well-behaved filter does, without a traceback.  The
+    interpreter's last flush must not fail again, so stdout is pointed at
+    the null device.  The reader chose to stop reading, which is no failure
+    of ours: C{fetch} keeps the status its result gives, anything else ends
+    with 0.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _serve_stdio(config: Config) -> int:
@@ -112,14 +320,68 @@ def _serve_stdio(config: Config) -> int:
     from gophergem.service import makeService, reserve_stdout
 
     top = makeService(config, reactor, transport="stdio", stdout_fd=reserve_stdout())
+    return _run(top)
+
+
+def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """C{gophergem serve}: the options of C{twistd gophergem}, in the foreground."""
+    from twisted.python import usage
+
+    from gophergem import tap
+    from gophergem._log import LogFileError, start_logging
+
+    argv: list[str] = []
+    if args.transport is not None:
+        argv += ["--transport", args.transport]
+    if args.endpoint is not None:
+        argv += ["--endpoint", args.endpoint]
+    for name in args.allowed_hosts:
+        argv += ["--allowed-host", name]
+    options = tap.Options()
+    options.environ = {**environ, **_given_settings(args)}
+    try:
+        options.parseOptions(argv)
+    except usage.UsageError as error:
+        return _fail(f"serve: {error}")
+    config: Config = options["config"]
+    try:
+        start_logging(config.log_level, config.log_file)
+    except LogFileError as error:
+        return _fail(str(error))
+    return _run(tap.makeService(options))
+
+
+def _run(top: Any) -> int:
+    """
+    Start C{top} on the global reactor and run until it ends (stdin closed,
+    SIGTERM or SIGINT); return the exit status.
+
+    A listening failure is one line and status 2; replies the stdio
+    transport owed but could not write make the status 1.
+    """
+    from twisted.internet import reactor
+    from twisted.logger import Logger
+
+    from gophergem.service import ListenError, StdioMCPService
+
+    try:
+        top.privilegedStartService()
+    except ListenError as error:
+        return _fail(str(error))
+    except OSError as error:  # e.g. a unix: socket in a directory that does not exist
+        listener = top.namedServices.get("http")
+        where = f" on {listener.description}" if listener is not None else ""
+        return _fail(f"cannot listen{where}: {error.strerror or error}")
     status = {"code": 0}
 
     def start() -> None:
         try:
             top.startService()
+        except ListenError as error:
+            _fail(str(error))
+            status["code"] = 2
+            reactor.stop()
         except Exception:
-            from twisted.logger import Logger
-
             Logger().failure("gophergem could not start")
             status["code"] = 1
             reactor.stop()
@@ -127,22 +389,27 @@ def _serve_stdio(config: Config) -> int:
     reactor.callWhenRunning(start)
     reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
     reactor.run()
-    return status["code"]
+    # Non-zero when owed replies were lost (stdout gone, a drain limit, SIGTERM).
+    stdio = [service.exit_status for service in top if isinstance(service, StdioMCPService)]
+    return status["code"] or max(stdio, default=0)
 
 
 def _fetch(config: Config, args: argparse.Namespace) -> int:
     from twisted.internet import reactor
+    from twisted.python.failure import Failure
 
     from gophergem.mcp.results import payload
     from gophergem.service import build_fetcher
+    from gophergem.url import scheme_of
 
     outcome: dict[str, Any] = {}
 
     def done(result: Any) -> None:
         outcome["result"] = result
-        reactor.stop()
-
-    from gophergem.url import scheme_of
+        # A request refused before any I/O (BLOCKED, INVALID_REQUEST…) is
+        # answered at once, before the reactor runs: then there is nothing to stop.
+        if reactor.running:
+            reactor.stop()
 
     fetcher = build_fetcher(config, reactor)
     d: Deferred[GeminiResult] | Deferred[FetchResult]
@@ -153,19 +420,31 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     d.addBoth(done)
     if "result" not in outcome:
         reactor.run()
-    data = payload(outcome["result"])
-    if args.json or not sys.stdout.isatty():
-        print(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        print(render(data))
-    return 1 if data["kind"] == "error" else 0
+    if "result" not in outcome:
+        return _fail("stopped before the fetch finished.", 130)
+    result = outcome["result"]
+    if isinstance(result, Failure):
+        from twisted.logger import Logger
+
+        Logger().failure("the fetch failed unexpectedly", result)
+        return _fail(f"the fetch failed unexpectedly: {result.getErrorMessage()}", 1)
+    data = payload(result)
+    status = 1 if data["kind"] == "error" else 0
+    as_json = args.json or not sys.stdout.isatty()
+    try:
+        print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else render(data))
+        sys.stdout.flush()  # a reader gone (| head) shows here, not at exit
+    except BrokenPipeError:
+        _stdout_gone()
+    if status and as_json:  # the payload is for programs; a person watching gets one line
+        error = data["error"]
+        _fail(f"{error['code']}: {error['message']}")
+    return status
 
 
-def _trust_import(config: Config, args: argparse.Namespace, environ: dict[str, str]) -> int:
-    import time
+def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from pathlib import Path
 
-    from gophergem.errors import GophergemError
     from gophergem.trust.importing import import_gopher_mcp_pins
     from gophergem.trust.paths import gopher_mcp_pin_paths, pin_store_path
     from gophergem.trust.pins import FilePinStore
@@ -178,7 +457,10 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: dict[str, s
             print("gophergem: no gopher-mcp tofu.json found; name its path.", file=sys.stderr)
             return 2
         source = found[0]
-    store = FilePinStore(str(pin_store_path(config.gemini.tofu_storage_path, environ)))
+    try:
+        store = FilePinStore(str(pin_store_path(config.gemini.tofu_storage_path, environ)))
+    except ValueError as error:
+        return _fail(str(error))
     try:
         report = import_gopher_mcp_pins(source, store, time.time())
     except GophergemError as error:
@@ -197,8 +479,174 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: dict[str, s
     return 0
 
 
+def _stores(
+    config: Config, environ: Mapping[str, str]
+) -> tuple[IPinStore | None, IIdentityStore | None]:
+    """The pin and identity stores the configuration names (C{None} when switched off)."""
+    from gophergem.trust.identities import FileIdentityStore
+    from gophergem.trust.paths import identity_store_dir, pin_store_path
+    from gophergem.trust.pins import FilePinStore
+
+    gemini = config.gemini
+    pins = (
+        FilePinStore(str(pin_store_path(gemini.tofu_storage_path, environ)))
+        if gemini.tofu_enabled
+        else None
+    )
+    identities = (
+        FileIdentityStore(str(identity_store_dir(gemini.client_certs_storage_path, environ)))
+        if gemini.client_certs_enabled
+        else None
+    )
+    return pins, identities
+
+
+def _terminal_yes(question: str) -> bool | None:
+    """
+    Ask the person at the terminal a yes/no question; C{None} when there is
+    no terminal to ask on (consent is then never assumed).
+    """
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, KeyboardInterrupt):
+        sys.stderr.write("\n")
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None = None) -> int:
+    """Report a trust operation that did not happen: 2 for bad arguments, else 1."""
+    status = 2 if isinstance(error, InvalidRequest) else 1
+    if args.json:
+        fields = error.fields()
+        if hint:
+            fields["next_step"] = hint
+        print(json.dumps({"kind": "error", "error": fields}, indent=2, ensure_ascii=False))
+        return status
+    return _fail(f"{error.code}: {error.message}" + (f" {hint}" if hint else ""), status)
+
+
+def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> int:
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else "\n".join(lines))
+    return 0
+
+
+def _trust(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """C{gophergem trust list|remove|pin}: the operations the trust tools run."""
+    from gophergem.trust import operations as ops
+
+    now = time.time()
+    try:
+        pins, _ = _stores(config, environ)
+    except ValueError as error:
+        return _fail(str(error))
+    action = args.trust_command
+    try:
+        if action == "list":
+            entries = [ops.pin_entry(p, now) for p in ops.list_pins(pins, args.host)]
+            lines = [_pin_line(entry) for entry in entries] or ["No pins."]
+            return _show(args, {"kind": "trust_list", "entries": entries}, lines)
+        if action == "remove":
+            pin = ops.remove_pin(pins, args.host, args.port, args.fingerprint)
+            said = f"Removed the pin of {_where(pin.host, pin.port)} ({pin.fingerprint})."
+        else:
+            in_the_way = ops.pin_in_the_way(pins, args.host, args.port, args.fingerprint)
+            agreed: str | None = None
+            if in_the_way is not None:
+                where = _where(in_the_way.host, in_the_way.port)
+                if args.replace or _terminal_yes(
+                    f"{where} is pinned to {in_the_way.fingerprint}.\nReplace it with "
+                    f"{args.fingerprint}? Only if you got it from the capsule's operator."
+                ):
+                    agreed = in_the_way.fingerprint
+            pin = ops.pin_fingerprint(pins, args.host, args.port, args.fingerprint, now, agreed)
+            said = f"Pinned {_where(pin.host, pin.port)} to {pin.fingerprint}."
+    except PinExists as error:
+        return _refused(
+            error,
+            args,
+            "To replace it, run again with --replace (or answer y at a terminal), or first "
+            f"gophergem trust remove {args.host} {error.pinned_fingerprint}"
+            + (f" --port {args.port}" if args.port != 1965 else "")
+            + ".",
+        )
+    except GophergemError as error:
+        return _refused(error, args)
+    data = {
+        "kind": "trust_update",
+        "action": action,
+        "host": pin.host,
+        "port": pin.port,
+        "fingerprint": pin.fingerprint,
+    }
+    return _show(args, data, [said])
+
+
+def _where(host: str, port: int) -> str:
+    from gophergem.url import format_host
+
+    return format_host(host, port, 0)
+
+
+def _pin_line(entry: dict[str, Any]) -> str:
+    expires = entry["expires"] or "not known yet"
+    return (
+        f"{_where(entry['host'], entry['port'])}  {entry['fingerprint']}\n"
+        f"    first seen {entry['first_seen']}, last seen {entry['last_seen']}, "
+        f"expires {expires}{' (expired)' if entry['expired'] else ''}"
+    )
+
+
+def _identity(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """C{gophergem identity list|create|remove}: the operations the identity tools run."""
+    from gophergem.trust import operations as ops
+
+    now = time.time()
+    try:
+        _, identities = _stores(config, environ)
+    except ValueError as error:
+        return _fail(str(error))
+    action = args.identity_command
+    try:
+        if action == "list":
+            entries = [
+                ops.identity_entry(i, now) for i in ops.list_identities(identities, args.host)
+            ]
+            lines = [_identity_line(entry) for entry in entries] or ["No identities."]
+            return _show(args, {"kind": "client_cert_list", "entries": entries}, lines)
+        if action == "create":
+            identity = ops.create_identity(identities, args.url, now)
+        else:
+            identity = ops.remove_identity(identities, args.url, args.fingerprint)
+    except GophergemError as error:
+        return _refused(error, args)
+    entry = ops.identity_entry(identity, now)
+    verb = "Created" if action == "create" else "Removed"
+    data = {"kind": "client_cert_update", "action": action, "entry": entry}
+    return _show(args, data, [f"{verb} the identity {_identity_line(entry)}"])
+
+
+def _identity_line(entry: dict[str, Any]) -> str:
+    return (
+        f"{entry['url']}  {entry['fingerprint']}\n"
+        f"    valid {entry['not_before']} to {entry['not_after']}"
+        f"{' (expired)' if entry['expired'] else ''}"
+    )
+
+
 def render(data: dict[str, Any]) -> str:
-    """A readable rendering of a payload for a person at a terminal."""
+    """
+    A readable rendering of a payload for a person at a terminal.
+
+    Nothing the payload says about the result is dropped: the size-cap and
+    incomplete notes, a TOFU or client-certificate warning, and an error's
+    status, the capsule's own text (C{meta}, marked as theirs) and when to
+    try again all have a line.
+    """
     kind = data["kind"]
     lines: list[str] = []
     if kind == "menu":
@@ -214,7 +662,7 @@ def render(data: dict[str, Any]) -> str:
     elif kind == "gemtext":
         if "text" in data:
             lines.append(data["text"])
-        for line in data.get("document", {}).get("lines", []):
+        for line in (data.get("document") or {}).get("lines", []):
             if line["type"] == "link":
                 label = line["link"].get("text") or line["link"]["url"]
                 lines.append(f"=> {label}  <{line['link']['url']}>")
@@ -232,10 +680,35 @@ def render(data: dict[str, Any]) -> str:
         lines.append(f"certificate {data['status']}: {data['message']}")
         lines.append(f"next: {data['next_step']}")
     else:
-        error = data["error"]
-        lines.append(f"error {error['code']}: {error['message']}")
-        if error.get("next_step"):
-            lines.append(f"next: {error['next_step']}")
+        lines.extend(_render_error(data["error"]))
+    info = data.get("request_info") or {}
+    for name in ("tofu_warning", "client_cert_warning"):
+        if info.get(name):
+            lines.append(f"-- warning: {info[name]}")
+    if data.get("incomplete"):
+        lines.append(f"-- incomplete ({data.get('incomplete_reason') or 'reason unknown'})")
+    if data.get("note"):
+        lines.append(f"-- note: {data['note']}")
     if data.get("next_offset") is not None:
         lines.append(f"-- more: --offset {data['next_offset']}")
     return "\n".join(lines)
+
+
+def _render_error(error: dict[str, Any]) -> list[str]:
+    status = f" (status {error['status']})" if error.get("status") is not None else ""
+    lines = [f"error {error['code']}{status}: {error['message']}"]
+    if error.get("meta"):
+        lines.append(f"the server said: {error['meta']}")
+    for name, label in (
+        ("pinned_fingerprint", "pinned"),
+        ("presented_fingerprint", "presented"),
+        ("pinned_expires", "pinned certificate expires"),
+    ):
+        if error.get(name):
+            lines.append(f"{label}: {error[name]}")
+    if error.get("retry_after_seconds") is not None:
+        seconds = error["retry_after_seconds"]
+        lines.append(f"try again in {seconds:g} s")
+    if error.get("next_step"):
+        lines.append(f"next: {error['next_step']}")
+    return lines

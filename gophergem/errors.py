@@ -36,6 +36,7 @@ __all__ = [
     "InvalidStatus",
     "NotFetchable",
     "PermanentError",
+    "PinExists",
     "ProtocolError",
     "RobotsUnavailable",
     "SlowDown",
@@ -249,6 +250,28 @@ class CertificateExists(GophergemError):
     """An identity already covers that scope."""
 
     code = "CERTIFICATE_EXISTS"
+
+
+@attrs.define(auto_exc=True, kw_only=True)
+class PinExists(GophergemError):
+    """
+    The host already has a pin for another certificate; nothing changed.
+
+    A pin is replaced only on the user's say-so, or after the current one
+    was removed by naming its fingerprint.
+
+    @ivar pinned_fingerprint: The fingerprint pinned now.
+    """
+
+    code: ClassVar[str] = "PIN_EXISTS"
+
+    pinned_fingerprint: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        out = super().fields()
+        if self.pinned_fingerprint is not None:
+            out["pinned_fingerprint"] = self.pinned_fingerprint
+        return out
 
 
 class FingerprintMismatch(GophergemError):

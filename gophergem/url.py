@@ -100,7 +100,15 @@ def _wrong_scheme(text: str, expected: str) -> InvalidRequest:
         return InvalidRequest(
             message="Only gopher:// and gemini:// URLs are fetched; http(s) is out of scope.",
         )
-    return InvalidRequest(message=f"Expected a {expected}:// URL.")
+    if scheme and scheme != expected:
+        return InvalidRequest(
+            message=f"Only gopher:// and gemini:// URLs are fetched; {safe_echo(scheme, 32)}: "
+            "is not one of them.",
+        )
+    return InvalidRequest(
+        message=f"Expected a {expected}:// URL; gophergem reads gopher:// and gemini:// URLs, "
+        "written with their scheme."
+    )
 
 
 def parse_host(authority: str, default_port: int, scheme: str) -> tuple[str, int]:

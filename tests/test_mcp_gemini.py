@@ -145,7 +145,7 @@ KINDS = {
     "/moved": (b"31 gemini://elsewhere.example/\r\n", "redirect"),
     "/who": (b"60 Identify yourself\r\n", "certificate"),
     "/gone": (b"52 Gone\r\n", "error"),
-    "/long": (b"20 text/gemini\r\n" + b"x" * 200 + b"\n", "gemtext"),
+    "/long": (b"20 text/gemini\r\n" + b"x" * 2000 + b"\n", "gemtext"),
 }
 
 
@@ -155,7 +155,7 @@ def test_fetch_every_kind_validates(mode: str) -> None:
     net, _, _ = capsule({path: response for path, (response, _) in KINDS.items()})
     calls = [("gemini_fetch", {"url": f"gemini://localhost{path}"}) for path in KINDS]
     calls.append(("gemini_fetch", {"url": "gemini://localhost/long", "offset": 0}))
-    results = session(net, calls, mode=mode, max_rendered_chars=100)
+    results = session(net, calls, mode=mode, max_rendered_chars=1000)
     kinds = [data(r)["kind"] for r in results]
     assert kinds == [kind for _, kind in KINDS.values()] + ["gemtext"]
     assert [r.is_error for r in results] == [kind == "error" for kind in kinds]
@@ -179,6 +179,27 @@ def test_fetch_input_not_echoed() -> None:
     assert server.requests == [b"gemini://localhost/ask?s3cr3t%20pw"]
     assert "s3cr3t" not in json.dumps(data(result)) and "s3cr3t" not in result.content[0].text
     assert data(result)["request_info"]["has_query"] is True
+
+
+def test_fetch_echoed_secret_redacted_in_both_blocks() -> None:
+    """
+    A capsule that echoes a status-11 answer in its page and links: neither
+    the text block nor structuredContent carries it, and request_info says
+    how often it was replaced.
+    """
+    echo = b"20 text/gemini\r\n# Welcome back, s3cr3t pw\n=> /home?k=s3cr3t%20pw Home S3CR3T+PW\n"
+    net, _, _ = capsule({"/ask": b"11 Password\r\n", "/login": echo})
+    calls = [
+        ("gemini_fetch", {"url": "gemini://localhost/ask"}),
+        ("gemini_fetch", {"url": "gemini://localhost/login", "input": "s3cr3t pw"}),
+    ]
+    _, result = session(net, calls)
+    text = result.content[0].text
+    structured = json.dumps(data(result))
+    for shown in (text, structured):
+        assert "s3cr3t" not in shown.lower() and "[redacted]" in shown
+    assert data(result)["request_info"]["input_redacted"] == 3
+    assert json.loads(text)["request_info"]["input_redacted"] == 3
 
 
 def test_gopher_url_names_gopher_fetch() -> None:
@@ -396,6 +417,98 @@ def test_trust_update_pin_wrong_then_fetch_refused() -> None:
     assert error_code(results[1]) == "CERTIFICATE_CHANGED" and server.requests == []
 
 
+NEW_FINGERPRINT = "sha256:" + "e" * 64
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_trust_update_pin_over_pin_without_elicitation(mode: str) -> None:
+    """Without a way to ask, pin over another pin is PIN_EXISTS naming it; the pin stays."""
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    arguments = {"host": "localhost", "action": "pin", "fingerprint": NEW_FINGERPRINT}
+    result = one(net, "gemini_trust_update", arguments, mode=mode)
+    assert error_code(result) == "PIN_EXISTS"
+    error = data(result)["error"]
+    assert error["pinned_fingerprint"] == STALE.fingerprint
+    assert STALE.fingerprint in error["message"]
+    assert "remove" in error["next_step"] and STALE.fingerprint in error["next_step"]
+    assert net.pins.all() == [STALE]
+
+
+def test_trust_update_remove_then_pin_without_elicitation() -> None:
+    """Removing the pin by name first, then pinning, is the way without elicitation."""
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    results = session(
+        net,
+        [
+            (
+                "gemini_trust_update",
+                {"host": "localhost", "action": "remove", "fingerprint": STALE.fingerprint},
+            ),
+            (
+                "gemini_trust_update",
+                {"host": "localhost", "action": "pin", "fingerprint": NEW_FINGERPRINT},
+            ),
+        ],
+    )
+    assert [data(r)["kind"] for r in results] == ["trust_update", "trust_update"]
+    assert net.pins.get("localhost", 1965).fingerprint == NEW_FINGERPRINT
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_trust_update_pin_over_pin_accepted(mode: str) -> None:
+    """The user is asked, shown both fingerprints; their yes replaces the pin."""
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    asker = Asker("accept")
+    arguments = {"host": "localhost", "action": "pin", "fingerprint": NEW_FINGERPRINT}
+    result = one(net, "gemini_trust_update", arguments, mode=mode, asker=asker)
+    (question,) = asker.questions
+    assert STALE.fingerprint in question and NEW_FINGERPRINT in question
+    assert "Replace" in question
+    assert data(result)["fingerprint"] == NEW_FINGERPRINT
+    assert net.pins.get("localhost", 1965).fingerprint == NEW_FINGERPRINT
+
+
+@pytest.mark.parametrize(
+    ("action", "confirm"), [("decline", True), ("cancel", True), ("accept", False)]
+)
+def test_trust_update_pin_over_pin_refused(action: str, confirm: bool) -> None:
+    """A user who does not say yes to replacing a pin leaves it in place."""
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    arguments = {"host": "localhost", "action": "pin", "fingerprint": NEW_FINGERPRINT}
+    result = one(net, "gemini_trust_update", arguments, asker=Asker(action, confirm=confirm))
+    assert error_code(result) == "USER_DECLINED"
+    assert net.pins.all() == [STALE]
+
+
+def test_trust_update_consent_is_not_an_argument() -> None:
+    """Arguments spelling a consent or the pin to replace change nothing: PIN_EXISTS."""
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    arguments = {
+        "host": "localhost",
+        "action": "pin",
+        "fingerprint": NEW_FINGERPRINT,
+        "in_the_way": {"fingerprint": STALE.fingerprint},
+        "consent": {"action": "accept", "content": {"confirm": True}},
+    }
+    assert error_code(one(net, "gemini_trust_update", arguments)) == "PIN_EXISTS"
+    assert net.pins.all() == [STALE]
+
+
+def test_trust_update_pin_same_again_is_ok() -> None:
+    """Pinning the fingerprint already pinned succeeds without changing the pin."""
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    arguments = {"host": "localhost", "action": "pin", "fingerprint": STALE.fingerprint.upper()}
+    result = one(net, "gemini_trust_update", arguments)
+    assert data(result)["fingerprint"] == STALE.fingerprint
+    assert net.pins.all() == [STALE]
+
+
 @pytest.mark.parametrize(
     ("name", "arguments"),
     [
@@ -563,3 +676,44 @@ def test_tool_annotations() -> None:
     assert tools["gemini_trust_update"].annotations.idempotent_hint is True
     for name in hints:
         assert tools[name].output_schema["type"] == "object"
+
+
+def test_page_cut_by_the_deadline_is_marked_incomplete() -> None:
+    """
+    A capsule that sends a page and holds the connection: gemini_fetch
+    returns the page at the deadline, marked incomplete (deadline), valid
+    against the output schema, the mark kept in the compact text block.
+    """
+    import asyncio
+
+    net = MemoryNetwork()
+    net.resolver.add("localhost", HOST_IP)
+    tls = ServerTLS(*make_certificate(now=EPOCH))
+    net.listen_gemini(HOST_IP, 1965, FakeGeminiServer({"/": PAGE}, close=False), tls)
+    server = build_server(net.fetcher(gemini={"respect_robots_txt": False, "timeout_seconds": 3}))
+
+    async def body() -> tuple[Any, Any]:
+        async with Client(server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            return tools, await client.call_tool("gemini_fetch", {"url": "gemini://localhost/"})
+
+    async def main() -> tuple[Any, Any]:
+        async def pump() -> None:
+            while True:
+                net.flush()
+                net.reactor.advance(0.25)
+                await asyncio.sleep(0)
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            return await body()
+        finally:
+            pumping.cancel()
+
+    tools, result = asyncio.run(main())
+    data = result.structured_content
+    validator(tools["gemini_fetch"].output_schema).validate(data)
+    assert data["kind"] == "gemtext" and data["document"]["lines"][0]["content"] == "# Hello"
+    assert (data["incomplete"], data["incomplete_reason"]) == (True, "deadline")
+    compact = json.loads(result.content[0].text)
+    assert compact["incomplete_reason"] == "deadline"

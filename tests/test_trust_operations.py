@@ -20,6 +20,7 @@ from gophergem.errors import (
     FingerprintMismatch,
     GophergemError,
     InvalidRequest,
+    PinExists,
     TofuDisabled,
 )
 from gophergem.testing import EPOCH
@@ -194,9 +195,8 @@ def test_remove_pin_only_by_the_pinned_fingerprint(text: str) -> None:
         assert store.all() == []
 
 
-def test_pin_fingerprint_replaces(pins: Any) -> None:
-    """pin replaces any pin with the given fingerprint, its key and dates left to learn."""
-    pins.put(a_pin())
+def test_pin_fingerprint_on_unpinned_host(pins: Any) -> None:
+    """pin on a host with no pin stores the fingerprint, its key and dates left to learn."""
     pin = ops.pin_fingerprint(pins, "CAPSULE.example", 1965, OTHER.upper(), EPOCH)
     assert pin == Pin(
         host="capsule.example",
@@ -209,6 +209,60 @@ def test_pin_fingerprint_replaces(pins: Any) -> None:
         expires=0.0,
     )
     assert pins.all() == [pin]
+
+
+def test_pin_fingerprint_over_another_pin_is_pin_exists(pins: Any) -> None:
+    """pin over another host's pin is PIN_EXISTS naming the current one; nothing changes."""
+    pins.put(a_pin())
+    with pytest.raises(PinExists) as caught:
+        ops.pin_fingerprint(pins, "capsule.example", 1965, OTHER, EPOCH)
+    error = caught.value
+    assert error.code == "PIN_EXISTS" and error.pinned_fingerprint == FP
+    assert FP in error.message and FP in (error.next_step or "")
+    assert "remove" in (error.next_step or "")
+    assert error.fields()["pinned_fingerprint"] == FP
+    assert pins.all() == [a_pin()]
+
+
+@pytest.mark.parametrize("replacing", [None, OTHER, "junk", 7, "sha256:" + "00" * 32])
+def test_pin_fingerprint_replaces_only_the_agreed_pin(pins: Any, replacing: Any) -> None:
+    """Naming anything but the current pin as the one to replace changes nothing."""
+    pins.put(a_pin())
+    with pytest.raises(PinExists):
+        ops.pin_fingerprint(pins, "capsule.example", 1965, OTHER, EPOCH, replacing=replacing)
+    assert pins.all() == [a_pin()]
+
+
+def test_pin_fingerprint_replaces_with_consent(pins: Any) -> None:
+    """Naming the current pin (any spelling) as agreed replaces it."""
+    pins.put(a_pin())
+    agreed = FP.removeprefix("sha256:").upper()
+    pin = ops.pin_fingerprint(pins, "capsule.example", 1965, OTHER, EPOCH, replacing=agreed)
+    assert pin.fingerprint == OTHER and pins.all() == [pin]
+
+
+def test_pin_fingerprint_same_again_is_idempotent(pins: Any) -> None:
+    """Pinning the fingerprint already pinned succeeds and keeps the learnt pin as it is."""
+    pins.put(a_pin())
+    assert ops.pin_fingerprint(pins, "capsule.example", 1965, FP.upper(), EPOCH) == a_pin()
+    assert pins.all() == [a_pin()]
+
+
+def test_pin_fingerprint_other_port_is_another_pin(pins: Any) -> None:
+    """A pin on one port does not stand in the way of a pin on another."""
+    pins.put(a_pin())
+    pin = ops.pin_fingerprint(pins, "capsule.example", 1966, OTHER, EPOCH)
+    assert pins.all() == [a_pin(), pin]
+
+
+def test_pin_in_the_way(pins: Any) -> None:
+    """pin_in_the_way names only a pin that pinning would replace."""
+    assert ops.pin_in_the_way(pins, "capsule.example", 1965, OTHER) is None
+    pins.put(a_pin())
+    assert ops.pin_in_the_way(pins, "capsule.example", 1965, FP) is None
+    assert ops.pin_in_the_way(pins, "CAPSULE.example", 1965, OTHER) == a_pin()
+    with pytest.raises(InvalidRequest):
+        ops.pin_in_the_way(pins, "*.example", 1965, OTHER)
 
 
 @pytest.mark.parametrize(

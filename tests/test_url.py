@@ -5,6 +5,7 @@ Tests for L{gophergem.url}: parsing and printing gopher:// URLs (RFC 4266, SPEC 
 from __future__ import annotations
 
 import string
+from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gophergem.errors import InvalidRequest
-from gophergem.url import GopherURL, ipv6_text, quote_bytes, safe_echo, scheme_of
+from gophergem.url import GeminiURL, GopherURL, ipv6_text, quote_bytes, safe_echo, scheme_of
 
 # --- from_text: accepted URLs ----------------------------------------------------
 
@@ -159,6 +160,17 @@ def test_http_url_refused(url: str) -> None:
         GopherURL.from_text(url)
     assert "gopher://" in info.value.message
     assert "gemini://" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://example.org/", "file:///etc/passwd", "finger://x", "example.org/1/", "x:"]
+)
+@pytest.mark.parametrize("parse", [GopherURL.from_text, GeminiURL.from_text])
+def test_unknown_scheme_names_the_working_ones(url: str, parse: Any) -> None:
+    """Any other scheme (or none) is refused naming gopher:// and gemini://, the working ones."""
+    with pytest.raises(InvalidRequest) as info:
+        parse(url)
+    assert "gopher://" in info.value.message and "gemini://" in info.value.message
 
 
 REFUSED = [

@@ -3,8 +3,9 @@
 What the trust and identity tools do, as plain functions over the stores.
 
 The MCP tools and the CLI call these; they hold the interlocks (a pin is
-removed only by naming its fingerprint, an identity is never replaced) and
-raise coded errors.  Asking the user first is the caller's job.
+removed only by naming its fingerprint, replaced only by naming the one the
+user agreed to replace, an identity is never replaced) and raise coded
+errors.  Asking the user first is the caller's job.
 """
 
 from __future__ import annotations
@@ -16,20 +17,25 @@ from gophergem.errors import (
     ClientCertsDisabled,
     FingerprintMismatch,
     InvalidRequest,
+    PinExists,
     TofuDisabled,
 )
 from gophergem.interfaces import IIdentityStore, IPinStore
+from gophergem.results import iso_utc
 from gophergem.tls import normalise_fingerprint
 from gophergem.trust import Identity, Pin
-from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, parse_host
+from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, format_host, parse_host
 
 __all__ = [
     "check_host",
     "create_identity",
+    "identity_entry",
     "identity_to_remove",
     "list_identities",
     "list_pins",
+    "pin_entry",
     "pin_fingerprint",
+    "pin_in_the_way",
     "pin_to_remove",
     "remove_identity",
     "remove_pin",
@@ -120,14 +126,50 @@ def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) 
     return pinned
 
 
+def pin_in_the_way(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin | None:
+    """
+    Check a pin without doing it: the pin of C{host}:C{port} that pinning
+    C{fingerprint} would replace, or C{None} when the host has no pin or
+    already has exactly this one.  Lets a caller ask the user only about a
+    replacement that would really happen, naming what it replaces.
+
+    @raise InvalidRequest: For a wildcard host or a malformed fingerprint.
+    """
+    store = _pins(store)
+    host, port = check_host(host, port)
+    wanted = _fingerprint(fingerprint)
+    pinned = store.get(host, port)
+    if pinned is None or pinned.fingerprint == wanted:
+        return None
+    assert isinstance(pinned, Pin)
+    return pinned
+
+
 def pin_fingerprint(
-    store: IPinStore | None, host: Any, port: Any, fingerprint: Any, now: float
+    store: IPinStore | None,
+    host: Any,
+    port: Any,
+    fingerprint: Any,
+    now: float,
+    replacing: Any = None,
 ) -> Pin:
     """
-    Pin C{fingerprint} for C{host}:C{port}, replacing any pin.
+    Pin C{fingerprint} for C{host}:C{port}.
 
-    The certificate's key and dates are learnt on the next connection that
-    presents exactly this certificate.
+    A host with no pin gets this one; a host already pinned to this
+    fingerprint keeps its pin as it is (with the key and dates already
+    learnt).  A pin for another certificate is replaced only when
+    C{replacing} names it: the caller passes it once the user agreed to
+    replace exactly that pin.  Otherwise the pin is kept and L{PinExists}
+    says how to proceed, so a model talked into "pin this" by a page cannot
+    silently switch off trust on first use for a host.
+
+    The new certificate's key and dates are learnt on the next connection
+    that presents exactly this certificate.
+
+    @param replacing: The fingerprint of the pin the user agreed to replace.
+    @raise PinExists: When another certificate is pinned and C{replacing}
+        does not name it; nothing changes.
     """
     store = _pins(store)
     host, port = check_host(host, port)
@@ -141,8 +183,51 @@ def pin_fingerprint(
         not_before=0.0,
         expires=0.0,
     )
+    existing = store.put_new(pin)
+    if existing is None:
+        return pin
+    assert isinstance(existing, Pin)
+    if existing.fingerprint == pin.fingerprint:
+        return existing
+    agreed = normalise_fingerprint(replacing) if isinstance(replacing, str) else None
+    if agreed != existing.fingerprint:
+        raise PinExists(
+            message=f"{format_host(host, port, 0)} is already pinned to {existing.fingerprint}; "
+            "nothing was changed.",
+            next_step=f"Only if the user asked for it: remove the current pin first, naming "
+            f"{existing.fingerprint}, then pin the new fingerprint.",
+            pinned_fingerprint=existing.fingerprint,
+        )
     store.put(pin)
     return pin
+
+
+def pin_entry(pin: Pin, now: float) -> dict[str, Any]:
+    """A pin as the trust list shows it (the tool's and the CLI's JSON)."""
+    return {
+        "host": pin.host,
+        "port": pin.port,
+        "fingerprint": pin.fingerprint,
+        "first_seen": iso_utc(pin.first_seen),
+        "last_seen": iso_utc(pin.last_seen),
+        "expires": iso_utc(pin.expires) if pin.expires > 0 else None,
+        "expired": 0 < pin.expires < now,
+    }
+
+
+def identity_entry(identity: Identity, now: float) -> dict[str, Any]:
+    """An identity as the identity list shows it: never its key or where it is kept."""
+    authority = format_host(identity.host, identity.port, GEMINI_DEFAULT_PORT)
+    return {
+        "url": f"gemini://{authority}{identity.path}",
+        "host": identity.host,
+        "port": identity.port,
+        "path": identity.path,
+        "fingerprint": identity.fingerprint,
+        "not_before": iso_utc(identity.not_before),
+        "not_after": iso_utc(identity.not_after),
+        "expired": identity.not_after < now,
+    }
 
 
 def _scope(url: Any) -> GeminiURL:

@@ -1,0 +1,271 @@
+"""
+The console script run as a process, the way a person runs it: every user
+error is one line on standard error and no traceback, whatever the path
+(refused before any I/O, a reader that stops reading, a log file that
+cannot be written, a port in use); C{gophergem serve} serves and stops on a
+signal.
+
+Nothing here sends a packet beyond loopback: refused targets are refused
+before any connection is made, and servers listen on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+DEADLINE = 60.0  # seconds a process may take before the test fails
+
+
+def console_script() -> list[str]:
+    """The installed C{gophergem} script, or C{python -m gophergem} without one."""
+    script = Path(sys.executable).parent / "gophergem"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("gophergem")
+    return [found] if found else [sys.executable, "-m", "gophergem"]
+
+
+@pytest.fixture
+def environ(tmp_path: Path) -> dict[str, str]:
+    """The process environment with stores under C{tmp_path} and no gophergem settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GOPHER_", "GEMINI_", "GOPHERGEM_"))
+    }
+    env["GEMINI_TOFU_STORAGE_PATH"] = str(tmp_path / "tofu.json")
+    env["GEMINI_CLIENT_CERTS_STORAGE_PATH"] = str(tmp_path / "identities")
+    return env
+
+
+def gophergem(
+    args: list[str], environ: dict[str, str], **options: object
+) -> subprocess.CompletedProcess[str]:
+    options.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [*console_script(), *args],
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=DEADLINE,
+        **options,
+    )
+
+
+def assert_one_line(stderr: str) -> None:
+    assert "Traceback" not in stderr and "Unhandled" not in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert stderr.startswith("gophergem"), stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "code"),
+    [
+        ("gopher://10.0.0.1/", "BLOCKED"),
+        ("gopher://127.0.0.1:7070/0/x", "BLOCKED"),
+        ("gopher://example.org/8", "NOT_FETCHABLE"),
+        ("gopher://user@example.org/", "INVALID_REQUEST"),
+        ("ftp://example.org/", "INVALID_REQUEST"),
+        ("gemini://169.254.169.254/", "BLOCKED"),
+    ],
+)
+def test_fetch_refused_before_io(url: str, code: str, environ: dict[str, str]) -> None:
+    """A fetch refused before any I/O is its error payload and one line, status 1."""
+    import json
+
+    done = gophergem(["fetch", url], environ)
+    assert done.returncode == 1, done.stderr
+    assert_one_line(done.stderr)
+    assert json.loads(done.stdout)["error"]["code"] == code
+    assert code in done.stderr
+
+
+def test_unknown_scheme_names_the_working_ones(environ: dict[str, str]) -> None:
+    """fetch with another scheme says which schemes work."""
+    done = gophergem(["fetch", "finger://example.org/"], environ)
+    assert "gopher://" in done.stderr and "gemini://" in done.stderr
+
+
+def test_fetch_reader_gone(environ: dict[str, str]) -> None:
+    """A reader that stops reading (| head) ends the fetch quietly: no traceback."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = gophergem(["fetch", "gopher://10.0.0.1/"], environ, stdout=write)
+    finally:
+        os.close(write)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    assert done.returncode == 1
+
+
+def test_help_reader_gone(environ: dict[str, str]) -> None:
+    """--help into a closed pipe is quiet too."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = gophergem(["fetch", "--help"], environ, stdout=write)
+    finally:
+        os.close(write)
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize("command", [["fetch", "gopher://10.0.0.1/"], ["trust", "list"], []])
+def test_unwritable_log_file(command: list[str], environ: dict[str, str], tmp_path: Path) -> None:
+    """A log file that cannot be written is one line naming it, status 2."""
+    environ["GOPHERGEM_LOG_FILE"] = str(tmp_path / "no" / "such" / "dir.log")
+    done = gophergem(command, environ)
+    assert done.returncode == 2
+    assert_one_line(done.stderr)
+    assert "GOPHERGEM_LOG_FILE" in done.stderr
+
+
+def test_settings_after_fetch(environ: dict[str, str]) -> None:
+    """A setting after fetch is a setting, not the URL: local hosts allowed, so not BLOCKED."""
+    port = free_port()  # nothing listens there: the fetch fails at the connection
+    done = gophergem(
+        [
+            "fetch",
+            "--gopher-allow-local-hosts",
+            "true",
+            f"gopher://127.0.0.1:{port}/0/x",
+            "--gopher-respect-robots-txt",
+            "false",
+        ],
+        environ,
+    )
+    assert "BLOCKED" not in done.stdout and "CONNECTION_FAILED" in done.stdout, done.stdout
+
+
+def test_trust_pin_over_pin_refused(environ: dict[str, str]) -> None:
+    """Without a terminal or --replace, trust pin over a pin is PIN_EXISTS, status 1."""
+    first, second = "ab" * 32, "cd" * 32
+    assert gophergem(["trust", "pin", "capsule.example", first], environ).returncode == 0
+    done = gophergem(["trust", "pin", "capsule.example", second], environ)
+    assert done.returncode == 1 and "PIN_EXISTS" in done.stderr
+    assert_one_line(done.stderr)
+    listed = gophergem(["trust", "list"], environ)
+    assert first in listed.stdout and second not in listed.stdout
+
+
+# --- gophergem serve ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port something already listens on."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_serve_port_in_use(busy_port: int, environ: dict[str, str]) -> None:
+    """serve on a port already in use is one line naming it, status 2."""
+    endpoint = f"tcp:{busy_port}:interface=127.0.0.1"
+    done = gophergem(["serve", "--transport", "http", "--endpoint", endpoint], environ)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("gophergem")]
+    assert endpoint in line
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["nonsense:1", "tcp:notaport", "unix:/nonexistent/gophergem/socket"]
+)
+def test_serve_bad_endpoint(endpoint: str, environ: dict[str, str]) -> None:
+    """serve with an endpoint that cannot be used is one line, status 2, no traceback."""
+    done = gophergem(["serve", "--transport", "http", "--endpoint", endpoint], environ)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert [x for x in done.stderr.splitlines() if x.startswith("gophergem")], done.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_serve_http_stops_on_signal(signum: int, environ: dict[str, str]) -> None:
+    """serve --transport http answers /health, and stops cleanly (status 0) on a signal."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            *console_script(),
+            "serve",
+            "--transport",
+            "http",
+            "--endpoint",
+            f"tcp:{port}:interface=127.0.0.1",
+        ],
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.05)  # polling for start-up, not timing behaviour
+        process.send_signal(signum)
+        out, err = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and out == ""
+
+
+def test_serve_stdio_answers_and_ends_at_eof(environ: dict[str, str]) -> None:
+    """serve (stdio by default) answers MCP on stdout and exits 0 at end of input."""
+    import json
+
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]
+    done = subprocess.run(
+        [*console_script(), "serve", "--gophergem-log-level", "WARNING"],
+        env=environ,
+        input="".join(json.dumps(m) + "\n" for m in messages),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2]
