@@ -59,6 +59,21 @@ def _float_range(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+def _limit_seconds(high: float) -> Callable[[str], float]:
+    """A number of seconds from 0 to C{high}, where 0 means no limit."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise ValueError("expected a number of seconds (0 for no limit)") from None
+        if not 0 <= value <= high:
+            raise ValueError(f"must be from 0 (no limit) to {high:g}")
+        return value
+
+    return parse
+
+
 def _list(text: str) -> tuple[str, ...]:
     """
     C{a,b} or a JSON array; an empty list is refused.  Text that starts with
@@ -180,7 +195,7 @@ _COMMON: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     (
         "max_rendered_chars",
         _int_range(100, 10_000_000),
-        "Characters of body text per result window.",
+        "Characters per result window, counted as the payload's JSON (items, lines, escapes).",
     ),
     ("requests_per_minute", _int_range(0, 6000), "Requests per minute to one host; 0 = no pacing."),
     ("max_concurrent_requests", _int_range(0, 1000), "Fetches in flight at once; 0 = no cap."),
@@ -223,6 +238,36 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING or ERROR."),
     Setting("gophergem", "log_file", _path, "Log to this file instead of stderr."),
+    Setting(
+        "gophergem",
+        "stdio_drain_seconds",
+        _limit_seconds(7 * 86400),
+        "stdio: at end of input, seconds owed replies are waited for; 0 = until all are written.",
+    ),
+    Setting(
+        "gophergem",
+        "http_max_sessions",
+        _int_range(1, 1_000_000),
+        "HTTP: live MCP sessions at most; the one idle longest is closed to make room.",
+    ),
+    Setting(
+        "gophergem",
+        "http_session_idle_seconds",
+        _float_range(0, 7 * 86400),
+        "HTTP: seconds a session may go unused before it is closed.",
+    ),
+    Setting(
+        "gophergem",
+        "http_header_timeout_seconds",
+        _float_range(0, 3600),
+        "HTTP: seconds a client gets to send a request's headers.",
+    ),
+    Setting(
+        "gophergem",
+        "http_drain_seconds",
+        _float_range(0, 3600),
+        "HTTP: on shutdown, seconds requests in flight get to finish.",
+    ),
 )
 
 
@@ -279,6 +324,11 @@ class Config:
     gemini: GeminiConfig = attrs.field(factory=GeminiConfig)
     log_level: str = "INFO"
     log_file: str | None = None
+    stdio_drain_seconds: float = 0.0
+    http_max_sessions: int = 2000
+    http_session_idle_seconds: float = 1800.0
+    http_header_timeout_seconds: float = 20.0
+    http_drain_seconds: float = 10.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

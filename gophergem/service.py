@@ -13,12 +13,16 @@ connects until a service starts.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService, Service
+from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorCore
+from twisted.logger import Logger
 
 from gophergem.client.connect import Connector, reactor_resolver
 from gophergem.config import Config
@@ -33,7 +37,10 @@ from gophergem.trust.paths import identity_store_dir, pin_store_path
 from gophergem.trust.pins import FilePinStore
 
 __all__ = [
+    "DEFAULT_BACKLOG",
     "DEFAULT_ENDPOINT",
+    "HTTPListenService",
+    "ListenError",
     "StdioMCPService",
     "build_fetcher",
     "build_mcp_server",
@@ -41,10 +48,18 @@ __all__ = [
     "endpoint_security",
     "makeService",
     "reserve_stdout",
+    "with_backlog",
 ]
 
 DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
 """Where C{--transport http} listens unless told otherwise: loopback only."""
+
+DEFAULT_BACKLOG = 4096
+"""
+The listen backlog of an HTTP endpoint that names none: enough for a burst
+of thousands of connections (Twisted's own default is 50).  Linux caps it at
+C{net.core.somaxconn}.
+"""
 
 
 def reserve_stdout() -> int:
@@ -128,8 +143,11 @@ class StdioMCPService(Service):
 
     Responses go to C{stdout_fd}; pass the descriptor L{reserve_stdout}
     returned so that nothing else can write into the protocol stream.  When
-    the session ends (stdin closed and every owed response written),
-    C{on_end} is called, which stops the reactor by default.
+    the session ends (stdin closed and every owed response written, or
+    stdout gone), C{on_end} is called, which stops the reactor by default.
+    Stopping the service (SIGTERM) gives replies in flight C{stop_grace}
+    seconds, then gives them up.  L{exit_status} says whether any reply owed
+    was lost.
     """
 
     fetcher: Fetcher
@@ -137,7 +155,14 @@ class StdioMCPService(Service):
     stdout_fd: int = 1
     on_end: Callable[[], None] | None = None
     config: Config | None = None
+    stop_grace: float = 2.0
     protocol: Any = attrs.field(default=None, init=False)
+    _stopping: bool = attrs.field(default=False, init=False)
+
+    @property
+    def exit_status(self) -> int:
+        """C{0}, or C{1} when owed replies were lost or the session crashed."""
+        return 0 if self.protocol is None else int(self.protocol.exit_status)
 
     def startService(self) -> None:
         if TYPE_CHECKING:  # mypy reads stdio.StandardIO as the Windows one
@@ -153,13 +178,26 @@ class StdioMCPService(Service):
             server = build_mcp_server(self.fetcher, self.config)
         else:
             server = build_server(self.fetcher)
-        self.protocol = StdioMCPProtocol(server._lowlevel_server)
+        drain = self.config.stdio_drain_seconds if self.config is not None else 0
+        self.protocol = StdioMCPProtocol(
+            server._lowlevel_server, drain_seconds=drain, clock=self.reactor
+        )
         StandardIO(self.protocol, stdin=0, stdout=self.stdout_fd, reactor=self.reactor)
         self.protocol.finished.addBoth(lambda _: self._ended())
+
+    def stopService(self) -> Any:
+        """Give replies in flight a short grace, then end the session."""
+        self._stopping = True
+        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if self.protocol is None:
+            return None
+        return self.protocol.stop(self.stop_grace)
 
     def _ended(self) -> None:
         if self.on_end is not None:
             self.on_end()
+        elif self._stopping:
+            return  # the reactor is already on its way down
         elif IReactorCore.providedBy(self.reactor) and self.reactor.running:
             self.reactor.stop()
 
@@ -194,6 +232,58 @@ def _strport_parts(description: str) -> tuple[str, list[str], dict[str, str]]:
         else:
             positional.append(part)
     return kind, positional, named
+
+
+class ListenError(Exception):
+    """The HTTP endpoint could not listen; the message is one line saying why."""
+
+
+class HTTPListenService(StreamServerEndpointService):
+    """
+    Listens for the HTTP transport; failing to listen is a one-line error.
+
+    A port already in use, or one this user may not bind, raises
+    L{ListenError} naming the endpoint and the reason.  With
+    C{exit_on_error} set (as under C{twistd -n}), that line is written to
+    standard error and the process exits with status 2 instead: a user
+    error, not a traceback.
+    """
+
+    exit_on_error = False
+
+    def __init__(self, endpoint: Any, factory: Any, description: str) -> None:
+        super().__init__(endpoint, factory)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self.description = description
+        self._raiseSynchronously = True  # as strports.service does: fail at start-up
+
+    def privilegedStartService(self) -> None:
+        try:
+            super().privilegedStartService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        except (CannotListenError, OSError) as error:
+            # A unix: socket in a missing directory raises a bare OSError.
+            cause = error.socketError if isinstance(error, CannotListenError) else error
+            reason = getattr(cause, "strerror", None) or str(cause)
+            message = f"cannot listen on {self.description}: {reason}"
+            if not self.exit_on_error:
+                raise ListenError(message) from None
+            Logger().error("gophergem {message}", message=message)
+            stream = sys.__stderr__
+            if stream is not None:
+                stream.write(f"gophergem: {message}\n")
+                stream.flush()
+            raise SystemExit(2) from None
+
+
+def with_backlog(endpoint: str, backlog: int = DEFAULT_BACKLOG) -> str:
+    """
+    C{endpoint} with a C{backlog=} option, unless it is not a listening
+    socket type that takes one (C{tcp}, C{tcp6}, C{ssl}, C{unix}) or names
+    its own.
+    """
+    kind, _, named = _strport_parts(endpoint)
+    if kind not in ("tcp", "tcp6", "ssl", "unix") or "backlog" in named:
+        return endpoint
+    return f"{endpoint}:backlog={backlog}"
 
 
 def _bind_facts(endpoint: str) -> tuple[bool, int | None]:
@@ -246,19 +336,27 @@ def build_site(
     The web site of the HTTP transport, and its MCP resource.
 
     The site serves the MCP endpoint at C{/mcp}, C{/health},
-    C{/.well-known/agent.gopher} and C{/.well-known/agent/}; the resource
-    needs a L{gophergem.mcp.web.LifespanService} running beside it.
+    C{/.well-known/agent.gopher} and C{/.well-known/agent/}, all under the
+    same C{Host}/C{Origin} rules (C{security}); the resource needs a
+    L{gophergem.mcp.web.LifespanService} running beside it.  The
+    configuration bounds sessions and the time to send request headers.
     """
-    from twisted.web.server import Site
-
     from gophergem.mcp.discovery import Directory, add_discovery
-    from gophergem.mcp.web import BodyCappedRequest, mcp_resource
+    from gophergem.mcp.web import BoundedSite, mcp_resource, transport_security
 
-    resource = mcp_resource(server, security=security)
+    if security is None:
+        security = transport_security()
+    resource = mcp_resource(
+        server,
+        security=security,
+        max_sessions=config.http_max_sessions,
+        session_idle_seconds=config.http_session_idle_seconds,
+    )
     root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
     root.putChild(b"mcp", resource)
-    add_discovery(root, server, config, mcp_path="/mcp")
-    return Site(root, requestFactory=BodyCappedRequest, reactor=reactor), resource
+    add_discovery(root, server, config, mcp_path="/mcp", security=security)
+    site = BoundedSite(root, header_timeout=config.http_header_timeout_seconds, reactor=reactor)
+    return site, resource
 
 
 def makeService(
@@ -295,7 +393,7 @@ def makeService(
         # Service.setServiceParent is unannotated in Twisted.
         StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config).setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
-    from twisted.application import strports
+    from twisted.internet import endpoints
 
     from gophergem.mcp.web import LifespanService
 
@@ -307,6 +405,10 @@ def makeService(
     )
     # Started in this order, stopped in reverse: the port closes, then the
     # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)
-    LifespanService(resource, reactor).setServiceParent(top)  # type: ignore[no-untyped-call]
-    strports.service(endpoint, site, reactor=reactor).setServiceParent(top)
+    LifespanService(resource, reactor, config.http_drain_seconds).setServiceParent(top)  # type: ignore[no-untyped-call]
+    listener = HTTPListenService(
+        endpoints.serverFromString(reactor, with_backlog(endpoint)), site, endpoint
+    )
+    listener.setName("http")  # type: ignore[no-untyped-call]  # Twisted: unannotated
+    listener.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
     return top

@@ -7,6 +7,12 @@ reads options.  The MCP endpoint needs Twisted's asyncio reactor: it is
 installed here when no reactor was chosen, and choosing another one is a
 usage error.  L{options_from_env} reads the same options from environment
 variables, for C{tac/gophergem.tac}.
+
+Under C{twistd}, a user error is one line on standard error and exit status
+2 (a bad option, a port already in use), never twistd's page of usage or a
+traceback; and C{--gophergem-log-level} / C{--gophergem-log-file} decide how
+and where twistd logs, unless twistd's own C{--logger}, C{--syslog} or
+C{--logfile} say otherwise (see L{twistd_log_observer}).
 """
 
 from __future__ import annotations
@@ -16,14 +22,24 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import IO, Any, ClassVar
 
-from twisted.application.service import IService
+from twisted.application.service import IService, MultiService
+from twisted.logger import ILogObserver
 from twisted.python import usage
+from twisted.python.components import Componentized
 
+from gophergem._log import observer_for
 from gophergem.config import SETTINGS, Config, ConfigError
 
-__all__ = ["DEFAULT_ENDPOINT", "Options", "makeService", "options_from_env"]
+__all__ = [
+    "DEFAULT_ENDPOINT",
+    "Options",
+    "exit_on_listen_error",
+    "makeService",
+    "options_from_env",
+    "twistd_log_observer",
+]
 
 DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
 TRANSPORTS = ("stdio", "http")
@@ -55,6 +71,24 @@ class Options(usage.Options):
         super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         self["allowed_hosts"] = []
 
+    def parseOptions(self, options: list[str] | None = None) -> None:
+        """
+        Parse C{options}; under C{twistd}, a usage error ends the process.
+
+        twistd answers a usage error with its whole usage page before the
+        one line that matters; as its subcommand, print only that line and
+        exit with status 2.  Parsed on their own (the C{.tac}, tests), the
+        options raise L{usage.UsageError} as usual.
+        """
+        try:
+            super().parseOptions(options)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        except usage.UsageError as error:
+            if _twistd_options(self) is None:
+                raise
+            sys.stderr.write(f"twistd gophergem: {error} (see twistd gophergem --help)\n")
+            sys.stderr.flush()
+            raise SystemExit(2) from None
+
     def opt_allowed_host(self, name: str) -> None:
         """A name (or name:port) HTTP clients may use besides loopback ones; repeatable."""
         self["allowed_hosts"].append(_host_name(name))
@@ -71,9 +105,76 @@ class Options(usage.Options):
         except ConfigError as exc:
             raise usage.UsageError(str(exc)) from None
         self["allowed_hosts"] = tuple(dict.fromkeys(self["allowed_hosts"]))
+        log_file = self["config"].log_file
+        if log_file and _twistd_options(self) is not None:
+            _check_writable(log_file)
         _ensure_asyncio_reactor()
         if self["transport"] == "http":
             _check_endpoint(self["endpoint"])
+
+
+def _twistd_options(options: usage.Options) -> Mapping[str, object] | None:
+    """twistd's own options, when C{options} were parsed as its subcommand."""
+    parent = getattr(options, "parent", None)
+    return parent if parent is not None and "logfile" in parent else None
+
+
+def _check_writable(path: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as error:
+        raise usage.UsageError(
+            f"--gophergem-log-file (GOPHERGEM_LOG_FILE) {path!r}: cannot write to it "
+            f"({error.strerror or error})."
+        ) from None
+
+
+def twistd_log_observer(options: Options) -> ILogObserver | None:
+    """
+    The log observer C{twistd gophergem} runs with, or C{None} to leave it
+    to twistd.
+
+    Events below C{--gophergem-log-level} (C{GOPHERGEM_LOG_LEVEL}, C{INFO}
+    by default) are dropped.  They go to twistd's C{--logfile} when one is
+    given, else to C{--gophergem-log-file} (C{GOPHERGEM_LOG_FILE}) when set,
+    else where twistd would log (standard output with C{-n}, C{twistd.log}
+    otherwise).  twistd's C{--logger} and C{--syslog} take over entirely.
+    """
+    twistd = _twistd_options(options)
+    if twistd is None or twistd.get("logger") or twistd.get("syslog"):
+        return None
+    from twisted.python.logfile import LogFile
+
+    config: Config = options["config"]
+    stream: IO[str]
+    twistd_file = str(twistd.get("logfile") or "")
+    if twistd_file == "-" or (not twistd_file and not config.log_file and twistd["nodaemon"]):
+        stream = sys.stdout
+    elif twistd_file:
+        stream = LogFile.fromFullPath(twistd_file)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+    elif config.log_file:
+        stream = open(config.log_file, "a", encoding="utf-8")  # noqa: SIM115 - open while running
+    else:
+        stream = LogFile.fromFullPath("twistd.log")  # type: ignore[no-untyped-call]  # Twisted: unannotated
+    return observer_for(stream, config.log_level)
+
+
+class _TwistdRoot(MultiService):
+    """The service twistd runs: sets the log observer on the application it joins."""
+
+    def __init__(self, observer: ILogObserver | None) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self._observer = observer
+
+    def setServiceParent(self, parent: Any) -> None:
+        if (
+            self._observer is not None
+            and isinstance(parent, Componentized)
+            and parent.getComponent(ILogObserver) is None  # type: ignore[no-untyped-call]
+        ):
+            parent.setComponent(ILogObserver, self._observer)  # type: ignore[no-untyped-call]
+        super().setServiceParent(parent)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
 
 def _host_name(name: str) -> str:
@@ -115,7 +216,7 @@ def options_from_env(environ: Mapping[str, str]) -> Options:
             argv += ["--allowed-host", name.strip()]
     options = Options()
     options.environ = environ
-    options.parseOptions(argv)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+    options.parseOptions(argv)
     return options
 
 
@@ -137,15 +238,44 @@ def _ensure_asyncio_reactor() -> None:
 
 
 def makeService(options: Options) -> IService:
-    """Build the service tree for C{twistd gophergem}."""
+    """
+    Build the service tree for C{twistd gophergem} (or the C{.tac}).
+
+    Under twistd, the tree also brings the log observer (see
+    L{twistd_log_observer}), and failing to listen ends the process with
+    one line when it runs in the foreground.
+    """
     from gophergem.service import makeService as make
     from gophergem.service import reserve_stdout
 
+    twistd = _twistd_options(options)
+    observer = twistd_log_observer(options) if twistd is not None else None
     stdout_fd = reserve_stdout() if options["transport"] == "stdio" else 1
-    return make(
+    top = make(
         options["config"],
         transport=options["transport"],
         stdout_fd=stdout_fd,
         endpoint=options["endpoint"],
         allowed_hosts=options["allowed_hosts"],
     )
+    if twistd is None:
+        return top
+    if options["transport"] == "http":
+        # A daemon reports start-up errors through twistd's status pipe.
+        exit_on_listen_error(top, bool(twistd["nodaemon"]))
+    root = _TwistdRoot(observer)
+    top.setServiceParent(root)
+    return root
+
+
+def exit_on_listen_error(top: MultiService, enabled: bool = True) -> None:
+    """
+    Make the HTTP listener of C{top} (from L{gophergem.service.makeService})
+    end the process with one line and status 2 when it cannot listen,
+    instead of raising L{gophergem.service.ListenError}.
+    """
+    try:
+        listener = top.getServiceNamed("http")
+    except KeyError:
+        return
+    listener.exit_on_error = enabled

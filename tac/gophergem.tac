@@ -5,6 +5,7 @@
 #   GOPHERGEM_ENDPOINT       where HTTP listens (default tcp:8000:interface=127.0.0.1)
 #   GOPHERGEM_ALLOWED_HOSTS  host names clients may use besides loopback ones (a,b)
 #   GOPHER_*, GEMINI_*       the fetch policy; GOPHERGEM_LOG_LEVEL, GOPHERGEM_LOG_FILE
+#   GOPHERGEM_HTTP_*         sessions, header timeout and drain period (docs/deployment.md)
 # Logs go to stderr (or GOPHERGEM_LOG_FILE), never stdout.  SIGTERM stops it cleanly.
 import os
 import sys
@@ -14,16 +15,29 @@ from twisted.logger import ILogObserver
 from twisted.python.usage import UsageError
 
 from gophergem._log import observer_for
-from gophergem.tap import makeService, options_from_env
+from gophergem.tap import exit_on_listen_error, makeService, options_from_env
+
+
+def refuse(message):
+    """A user error: one line on stderr, exit status 2."""
+    sys.stderr.write(f"gophergem.tac: {message}\n")
+    sys.exit(2)
+
 
 try:
     options = options_from_env(os.environ)  # installs the asyncio reactor
 except UsageError as error:
-    sys.exit(f"gophergem.tac: {error}")
+    refuse(error)
 
 config = options["config"]
 # The log file stays open for the life of the process.
-log_stream = open(config.log_file, "a", encoding="utf-8") if config.log_file else sys.stderr  # noqa: SIM115
+try:
+    log_stream = open(config.log_file, "a", encoding="utf-8") if config.log_file else sys.stderr  # noqa: SIM115
+except OSError as error:
+    reason = error.strerror or error
+    refuse(f"GOPHERGEM_LOG_FILE={config.log_file!r}: cannot write to it ({reason}).")
 application = Application("gophergem")
 application.setComponent(ILogObserver, observer_for(log_stream, config.log_level))
-makeService(options).setServiceParent(application)
+top = makeService(options)
+exit_on_listen_error(top)  # a port in use: one line, exit status 2
+top.setServiceParent(application)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 from twisted.internet.task import Clock
 from twisted.web.resource import Resource
@@ -20,6 +21,7 @@ from gophergem.config import Config
 from gophergem.mcp.discovery import GOPHER_MENU_TYPE, add_discovery
 from gophergem.mcp.extras import policy_text
 from gophergem.mcp.server import build_server
+from gophergem.mcp.web import transport_security
 from tests.mcp_helpers import network
 from tests.web_helpers import Wire, request_bytes, run, until
 
@@ -51,12 +53,13 @@ def get(
     headers: dict[str, str] | None = None,
     server: MCPServer[Any] | None = None,
     root: Resource | None = None,
+    security: TransportSecuritySettings | None = None,
 ) -> Wire:
     """GET C{path} from a site with discovery mounted; return the finished exchange."""
 
     async def body() -> Wire:
         site_root = root if root is not None else Resource()
-        add_discovery(site_root, server or small_server(), CONFIG)
+        add_discovery(site_root, server or small_server(), CONFIG, security=security)
         wire = Wire(Site(site_root, reactor=Clock()))
         raw = request_bytes("GET", path, headers=headers)
         if headers and "Host" in headers:
@@ -166,15 +169,59 @@ def test_agent_gopher_lists_the_live_tools() -> None:
             "8080",
         ),
         ({"Host": "[::1]:9000"}, "http://[::1]:9000/mcp", "::1", "9000"),
-        ({"Host": "bad host/../"}, "http://127.0.0.1:8000/mcp", "127.0.0.1", "8000"),
+        ({"Host": "localhost"}, "http://localhost/mcp", "localhost", "80"),
     ],
 )
 def test_endpoint_url_follows_the_request(
     headers: dict[str, str], url: str, host: str, port: str
 ) -> None:
-    """The endpoint URL and item hosts name the origin the client used (a bad Host is ignored)."""
-    lines = menu_lines(get("/.well-known/agent.gopher", headers=headers))
+    """The endpoint URL and item hosts name the accepted origin the client used."""
+    security = transport_security(allowed_hosts=["mcp.example.org"])
+    lines = menu_lines(get("/.well-known/agent.gopher", headers=headers, security=security))
     assert lines[1][1:] == [f"URL:{url}", host, port]
+
+
+FOREIGN = [
+    ({"Host": "evil.example"}, 421),
+    ({"Host": "evil.example:8000"}, 421),
+    ({"Host": "bad host/../"}, 421),
+    ({"Host": "127.0.0.1:8000", "Origin": "http://evil.example"}, 403),
+    ({"Host": "127.0.0.1:8000", "Origin": "null"}, 403),
+]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/health",
+        "/.well-known/agent.gopher",
+        "/.well-known/agent.gopher?format=json",
+        "/.well-known/agent/tools",
+        "/.well-known/agent/tools/lookup",
+        "/.well-known/agent/policy",
+    ],
+)
+@pytest.mark.parametrize(("headers", "status"), FOREIGN)
+def test_foreign_host_or_origin_refused(path: str, headers: dict[str, str], status: int) -> None:
+    """A Host or Origin the MCP endpoint would refuse is refused here too: 421 or 403."""
+    wire = get(path, headers=headers, security=transport_security(8000))
+    assert wire.head()[0] == status
+    assert b"evil.example" not in wire.body()
+
+
+def test_agent_gopher_never_names_a_foreign_host() -> None:
+    """With the daemon's rules, agent.gopher cannot be made to advertise evil.example."""
+    for headers in ({"Host": "evil.example"}, {"Host": "evil.example:8000"}):
+        wire = get("/.well-known/agent.gopher?format=json", headers=headers)
+        assert wire.head()[0] == 421
+        assert b"evil" not in wire.body()
+
+
+def test_allowed_name_and_origin_served() -> None:
+    """An allowed name, and a browser Origin naming it, are served."""
+    security = transport_security(8000, ["mcp.example.org"])
+    headers = {"Host": "mcp.example.org", "Origin": "https://mcp.example.org"}
+    assert get("/health", headers=headers, security=security).head()[0] == 200
 
 
 def test_root_has_no_children() -> None:

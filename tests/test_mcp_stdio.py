@@ -1,20 +1,32 @@
 """
-Tests for L{gophergem.mcp.stdio}: line handling, parse errors, and draining
-every owed response at end of input.
+Tests for L{gophergem.mcp.stdio}: line handling, parse errors, draining
+every owed response at end of input however long it takes, and ending at
+once (counting what is lost) when stdout is gone or on shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types as types
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.error import ConnectionDone
+from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
+from twisted.logger import LogLevel, capturedLogs, formatEvent
+from twisted.python.failure import Failure
 
+from gophergem.config import Config
+from gophergem.errors import TimeoutError as FetchTimeout
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import MessagePipe, StdioMCPProtocol, classify_line
+from gophergem.results import FetchFailure, RequestInfo
 from tests.mcp_helpers import network, run_with_network
 
 INIT = {
@@ -50,7 +62,7 @@ def session(lines: list[bytes]) -> list[dict[str, Any]]:
     written: list[bytes] = []
 
     async def body() -> None:
-        pipe = MessagePipe(server, written.append, drain_seconds=30)
+        pipe = MessagePipe(server, written.append)
         done = pipe.start()
         for raw in lines:
             pipe.feed(raw)
@@ -170,3 +182,424 @@ def test_overlong_line_rejected_and_session_goes_on() -> None:
     protocol.dataReceived(b"x" * 8 + b"\n{}\n")
     assert len(recorder.rejections) == 1
     assert recorder.lines == [b"{}"]
+
+
+# --- end of input, stdout gone, shutdown ------------------------------------------
+
+
+class _HeldFetcher:
+    """A fetcher whose every Gopher fetch waits until the test answers it."""
+
+    gemini_pipeline = None
+
+    def __init__(self) -> None:
+        self.pending: list[Deferred[Any]] = []
+        self.cancelled = 0
+
+    def _cancel(self, d: Deferred[Any]) -> None:
+        self.cancelled += 1
+        d.errback(CancelledError())
+
+    def gopher(
+        self, url: str, *, search: str | None = None, offset: int = 0, refresh: bool = False
+    ) -> Deferred[Any]:
+        d: Deferred[Any] = Deferred(self._cancel)
+        self.pending.append(d)
+        return d
+
+    def answer(self, count: int | None = None) -> None:
+        """Answer the first C{count} fetches still waiting (all by default)."""
+        waiting = [d for d in self.pending if not d.called]
+        for d in waiting[:count]:
+            d.callback(
+                FetchFailure(
+                    request_info=RequestInfo(url="gopher://g.example/"),
+                    error=FetchTimeout(message="Too slow."),
+                )
+            )
+
+
+class _WarpLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock the test moves on by hand."""
+
+    skipped = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.skipped
+
+
+def run_warped(body: Callable[[_WarpLoop], Awaitable[None]]) -> None:
+    loop = _WarpLoop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(body(loop))
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+async def until(condition: Callable[[], bool], turns: int = 20000) -> None:
+    """Let the loop run until C{condition()} holds (failing after C{turns} turns)."""
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
+
+
+async def turns(count: int = 200) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
+
+
+def replies(chunks: list[bytes], kind: str | None = None) -> list[Any]:
+    """The ids of every reply written (of C{kind} C{"result"} or C{"error"}), in order."""
+    messages = [json.loads(chunk) for chunk in b"".join(chunks).splitlines()]
+    return [m.get("id") for m in messages if kind is None or kind in m]
+
+
+def error_messages(chunks: list[bytes]) -> list[str]:
+    messages = [json.loads(chunk) for chunk in b"".join(chunks).splitlines()]
+    return [m["error"]["message"] for m in messages if "error" in m]
+
+
+def opening(calls: int) -> list[bytes]:
+    return [line(INIT), line(INITIALIZED)] + [line(call(i)) for i in range(2, 2 + calls)]
+
+
+def test_eof_waits_for_replies_however_long_they_take() -> None:
+    """
+    Replies owed at end of input are all written even when their handlers
+    run for an hour after it (the old pipe gave up after 10 s).
+    """
+    fetcher = _HeldFetcher()
+    server = build_server(fetcher)._lowlevel_server  # type: ignore[arg-type]
+    written: list[bytes] = []
+
+    async def body(loop: _WarpLoop) -> None:
+        pipe = MessagePipe(server, written.append)
+        done = pipe.start()
+        for raw in opening(200):
+            pipe.feed(raw)
+        pipe.eof()
+        await until(lambda: len(fetcher.pending) == 200)
+        loop.skipped += 3600
+        await turns()
+        assert not done.called
+        fetcher.answer()
+        await done.asFuture(loop)
+
+    run_warped(body)
+    assert sorted(replies(written, "result")) == list(range(1, 202))
+    assert replies(written, "error") == []
+
+
+class FakeStdio:
+    """
+    The transport side of C{StandardIO}, by hand.
+
+    C{loseConnection} stops reading and, while stdout is open, closes it
+    once flushed (at once, unless C{stuck}: stdout that takes nothing).
+    """
+
+    def __init__(self, stuck: bool = False) -> None:
+        self.written: list[bytes] = []
+        self.stdout_open = True
+        self.stuck = stuck
+        self.reading = True
+        self.protocol: StdioMCPProtocol | None = None
+
+    def write(self, data: bytes) -> None:
+        if self.stdout_open:
+            self.written.append(data)
+
+    def loseConnection(self) -> None:
+        self.reading = False
+        if self.stdout_open and not self.stuck:
+            self.stdout_open = False
+            assert self.protocol is not None
+            self.protocol.connectionLost(Failure(ConnectionDone()))
+
+    def close_stdout(self) -> None:
+        """The client closed its end of our stdout."""
+        self.stdout_open = False
+        assert self.protocol is not None
+        self.protocol.writeConnectionLost()
+
+
+def stdio_session(
+    body: Callable[[StdioMCPProtocol, FakeStdio, _HeldFetcher, Clock, _WarpLoop], Awaitable[None]],
+    *,
+    drain_seconds: float = 0,
+    stuck: bool = False,
+) -> list[str]:
+    """Run C{body} with a protocol on a L{FakeStdio}; return what was logged."""
+    fetcher = _HeldFetcher()
+    server = build_server(fetcher)._lowlevel_server  # type: ignore[arg-type]
+    clock = Clock()
+    transport = FakeStdio(stuck=stuck)
+
+    async def run(loop: _WarpLoop) -> None:
+        protocol = StdioMCPProtocol(server, drain_seconds=drain_seconds, clock=clock)
+        transport.protocol = protocol
+        protocol.makeConnection(transport)  # type: ignore[arg-type]
+        await body(protocol, transport, fetcher, clock, loop)
+
+    with capturedLogs() as events:
+        run_warped(run)
+    return [formatEvent(e) for e in events if e["log_level"] >= LogLevel.warn]
+
+
+def test_eof_arms_no_timer_by_default() -> None:
+    """At end of input nothing is timed: the session waits for every reply."""
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        for raw in opening(3):
+            protocol.dataReceived(raw + b"\n")
+        protocol.readConnectionLost()
+        await until(lambda: len(fetcher.pending) == 3)
+        assert clock.getDelayedCalls() == []
+        clock.advance(86400)
+        loop.skipped += 86400
+        await turns()
+        assert not protocol.finished.called
+        fetcher.answer()
+        await protocol.finished.asFuture(loop)
+        assert sorted(replies(stdio.written, "result")) == [1, 2, 3, 4]
+        assert (protocol.replies_lost, protocol.exit_status) == (0, 0)
+
+    assert stdio_session(body) == []
+
+
+def test_drain_limit_gives_up_counts_and_logs() -> None:
+    """With a drain limit set, replies still owed when it runs out are counted and logged."""
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        for raw in opening(3):
+            protocol.dataReceived(raw + b"\n")
+        protocol.readConnectionLost()
+        await until(lambda: len(fetcher.pending) == 3)
+        fetcher.answer(1)
+        await until(lambda: len(replies(stdio.written)) == 2)
+        clock.advance(4.9)
+        await turns()
+        assert not protocol.finished.called
+        clock.advance(0.1)
+        await protocol.finished.asFuture(loop)
+        assert (protocol.replies_lost, protocol.exit_status) == (2, 1)
+        assert fetcher.cancelled == 2
+        assert sorted(replies(stdio.written, "result")) == [1, 2]
+        assert sorted(replies(stdio.written, "error")) == [3, 4]
+        assert all("GOPHERGEM_STDIO_DRAIN_SECONDS" in m for m in error_messages(stdio.written))
+
+    logged = stdio_session(body, drain_seconds=5)
+    [warning] = [text for text in logged if "gave up 2 requests" in text]
+    assert "GOPHERGEM_STDIO_DRAIN_SECONDS (5 s) ran out" in warning
+
+
+def test_stdout_closed_ends_the_session_at_once() -> None:
+    """
+    Once stdout is gone no reply can be delivered: handlers in flight are
+    cancelled, the loss is logged, and the session ends without waiting.
+    """
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        for raw in opening(4):
+            protocol.dataReceived(raw + b"\n")
+        await until(lambda: len(fetcher.pending) == 4)
+        stdio.close_stdout()
+        await protocol.finished.asFuture(loop)
+        assert (protocol.replies_lost, protocol.exit_status) == (4, 1)
+        assert fetcher.cancelled == 4
+        assert not stdio.reading
+
+    logged = stdio_session(body)
+    assert any("standard output closed: gave up 4 requests" in text for text in logged), logged
+
+
+def test_stdout_closed_then_stdin_closed_finishes() -> None:
+    """
+    A client that closes our stdout, then stdin, with nothing owed: the
+    session finishes (it used to wait forever for a stdout flush that could
+    never come).
+    """
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        protocol.dataReceived(line(INIT) + b"\n")
+        await until(lambda: len(stdio.written) == 1)
+        stdio.close_stdout()
+        protocol.dataReceived(line({"jsonrpc": "2.0", "id": 2, "method": "ping"}) + b"\n")
+        protocol.readConnectionLost()
+        await protocol.finished.asFuture(loop)
+        assert protocol.exit_status == 0
+
+    assert stdio_session(body) == []
+
+
+def test_stop_gives_a_grace_then_gives_up() -> None:
+    """
+    On shutdown, replies that arrive within the grace are written; the rest
+    are given up, counted and logged, and the stop completes.
+    """
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        for raw in opening(3):
+            protocol.dataReceived(raw + b"\n")
+        await until(lambda: len(fetcher.pending) == 3)
+        stopped = protocol.stop(2)
+        protocol.dataReceived(line(call(99)) + b"\n")  # read no more requests
+        clock.advance(1)
+        fetcher.answer(1)
+        await until(lambda: len(replies(stdio.written)) == 2)
+        assert not stopped.called
+        clock.advance(1)
+        await stopped.asFuture(loop)
+        assert protocol.finished.called
+        assert (protocol.replies_lost, protocol.exit_status) == (2, 1)
+        assert sorted(replies(stdio.written, "result")) == [1, 2]
+        assert sorted(replies(stdio.written, "error")) == [3, 4]
+        assert error_messages(stdio.written) == ["Not completed: gophergem is shutting down."] * 2
+        assert len(fetcher.pending) == 3  # the call sent after the stop was not read
+
+    logged = stdio_session(body)
+    assert any("shutting down: gave up 2 requests" in text for text in logged), logged
+
+
+def test_stop_when_idle_completes_at_once() -> None:
+    """Shutting down with nothing owed needs no timer."""
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        protocol.dataReceived(line(INIT) + b"\n")
+        await until(lambda: len(stdio.written) == 1)
+        await protocol.stop(2).asFuture(loop)
+        assert protocol.exit_status == 0
+        assert clock.getDelayedCalls() == []
+
+    assert stdio_session(body) == []
+
+
+def test_stop_is_bounded_when_stdout_takes_nothing() -> None:
+    """A stop completes even if stdout never drains: after a second grace at most."""
+
+    async def body(
+        protocol: StdioMCPProtocol,
+        stdio: FakeStdio,
+        fetcher: _HeldFetcher,
+        clock: Clock,
+        loop: _WarpLoop,
+    ) -> None:
+        for raw in opening(1):
+            protocol.dataReceived(raw + b"\n")
+        await until(lambda: len(fetcher.pending) == 1)
+        stopped = protocol.stop(2)
+        clock.advance(2)
+        await turns()
+        assert not stopped.called
+        clock.advance(2)
+        await stopped.asFuture(loop)
+        assert protocol.exit_status == 1
+
+    stdio_session(body, stuck=True)
+
+
+def test_reused_ids_all_answered_before_eof_ends() -> None:
+    """A client that reuses an id still in flight gets every reply before the session ends."""
+    ping = line({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    messages = session([line(INIT), line(INITIALIZED), ping, ping, ping])
+    assert [m.get("id") for m in messages].count(7) == 3
+
+
+def test_id_that_is_not_unicode_is_refused() -> None:
+    """An id holding a lone surrogate cannot be echoed: it is refused with id null."""
+    result = classify_line(b'{"jsonrpc": "2.0", "id": "a\\ud800", "method": "ping"}')
+    assert isinstance(result, types.JSONRPCError)
+    assert (result.id, result.error.code) == (None, types.INVALID_REQUEST)
+
+
+def test_reply_that_is_not_unicode_becomes_an_error() -> None:
+    """A reply that cannot be written as JSON is replaced by an error, not dropped."""
+    written: list[bytes] = []
+    pipe = MessagePipe(server=None, write_line=written.append)
+    pipe._emit(types.JSONRPCResponse(jsonrpc="2.0", id=3, result={"text": "\ud800"}))
+    [reply] = [json.loads(chunk) for chunk in written]
+    assert (reply["id"], reply["error"]["code"]) == (3, types.INTERNAL_ERROR)
+
+
+any_text = st.text(st.characters(exclude_categories=()), max_size=10)  # lone surrogates too
+json_ids = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    any_text,
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@given(
+    request_id=json_ids,
+    method=st.text(max_size=20),
+    extra=st.dictionaries(st.text(max_size=5), json_ids, max_size=3),
+)
+def test_any_request_line_is_read_or_answered(
+    request_id: Any, method: str, extra: dict[str, Any]
+) -> None:
+    """
+    Whatever the id and fields, reading a line never raises, and an error it
+    yields can always be written.
+    """
+    raw = json.dumps({**extra, "jsonrpc": "2.0", "id": request_id, "method": method}).encode()
+    result = classify_line(raw)
+    if isinstance(result, types.JSONRPCError):
+        result.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_are_read_or_answered(raw: bytes) -> None:
+    """Arbitrary bytes never make line reading raise."""
+    result = classify_line(raw)
+    if isinstance(result, types.JSONRPCError):
+        result.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("0", 0.0), ("2.5", 2.5), ("604800", 604800.0)])
+def test_drain_setting(text: str, seconds: float) -> None:
+    """GOPHERGEM_STDIO_DRAIN_SECONDS: 0 (the default) waits for every reply; else a limit."""
+    assert Config().stdio_drain_seconds == 0
+    assert Config.from_env({"GOPHERGEM_STDIO_DRAIN_SECONDS": text}).stdio_drain_seconds == seconds

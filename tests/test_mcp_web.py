@@ -23,6 +23,7 @@ from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from pydantic import BaseModel
 from twisted.internet.task import Clock
+from twisted.logger import LogLevel, capturedLogs
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
@@ -498,6 +499,128 @@ def test_shutdown_cancels_what_outlives_the_lifespan(monkeypatch: pytest.MonkeyP
     run(body)
 
 
+CALL = json.dumps(
+    {"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "wait"}}
+).encode()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_shutdown_answers_calls_that_outlive_the_drain(stream: bool) -> None:
+    """
+    A call still running when the drain period ends gets a JSON-RPC error
+    for its id (on its event stream, or as the JSON answer), logged at warn.
+    """
+    cancelled, started = asyncio.Event(), asyncio.Event()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        started.set()
+        if stream:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")],
+                }
+            )
+        try:
+            await asyncio.Event().wait()  # a call that takes longer than the drain
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def body() -> list[Any]:
+        site, resource = site_for(app)
+        wire = Wire(site)
+        with capturedLogs() as events:
+            async with resource.serving(drain_seconds=0.05):
+                wire.send(request_bytes("POST", "/app", CALL))
+                await until(started.is_set)
+        assert cancelled.is_set()
+        status, headers = wire.head()
+        assert status == 200
+        text = wire.body().decode()
+        if stream:
+            assert text.startswith("event: message\r\ndata: ")
+            text = text.partition("data: ")[2]
+        else:
+            assert headers["content-type"] == "application/json"
+        answer = json.loads(text)
+        assert answer["id"] == 41
+        assert answer["error"]["code"] == web.SHUTDOWN_ERROR_CODE
+        assert "shutting down" in answer["error"]["message"]
+        return list(events)
+
+    events = run(body)
+    levels = [e["log_level"] for e in events]
+    assert LogLevel.warn in levels
+    assert LogLevel.critical not in levels and LogLevel.error not in levels
+
+
+def test_drain_period_is_the_services() -> None:
+    """LifespanService drains for the period it was given, not a fixed one."""
+    answered = asyncio.Event()
+
+    async def app(scope: Scope, receive: Any, send: Any) -> None:
+        await receive()
+        await asyncio.sleep(0.2)  # finishes well inside a 10 s drain
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+        answered.set()
+
+    async def body() -> None:
+        with loop_reactor() as reactor:
+            site, resource = site_for(app)
+            service = LifespanService(resource, reactor, drain_seconds=10)
+            service.startService()
+            await until(lambda: resource.serving_now)
+            wire = Wire(site)
+            wire.send(request_bytes("POST", "/app", CALL))
+            await until(lambda: resource._exchanges)
+            await service.stopService().asFuture(asyncio.get_running_loop())
+            assert answered.is_set()
+            assert wire.body() == b"done"
+
+    run(body)
+
+
+def test_sdk_call_outliving_the_drain_gets_an_error() -> None:
+    """Through the SDK (legacy era), a tool call cut short by shutdown is answered, not dropped."""
+
+    async def body() -> None:
+        server, events = small_server()
+        async with sdk_site(server, drain_seconds=0.1) as (port, _, service):
+            session = await legacy_session(port)
+            call = json.dumps(
+                {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "wait"}}
+            ).encode()
+            reader, writer = await http_exchange(
+                port,
+                request_bytes(
+                    "POST",
+                    "/mcp",
+                    call,
+                    {
+                        **MCP_HEADERS,
+                        "Host": f"127.0.0.1:{port}",
+                        "Mcp-Session-Id": session,
+                        "MCP-Protocol-Version": "2025-11-25",
+                    },
+                ).replace(b"Host: 127.0.0.1:8000\r\n", b"", 1),
+            )
+            await asyncio.wait_for(events["started"].wait(), 5)
+            with capturedLogs() as logged:
+                await asyncio.wait_for(
+                    service.stopService().asFuture(asyncio.get_running_loop()), 10
+                )
+            data = await asyncio.wait_for(reader.readuntil(b"\r\n0\r\n\r\n"), 5)
+            writer.close()
+            assert b'"id":9' in data and b'"error"' in data
+            assert all(e["log_level"] is not LogLevel.critical for e in logged)
+
+    run(body)
+
+
 # --- transport security ------------------------------------------------------------
 
 
@@ -507,6 +630,14 @@ def test_transport_security_loopback_with_port() -> None:
     assert settings.enable_dns_rebinding_protection
     assert settings.allowed_hosts == ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"]
     assert "http://localhost:8000" in settings.allowed_origins
+
+
+def test_transport_security_without_a_port_takes_bare_names() -> None:
+    """With no fixed port (a Unix socket), a bare loopback Host such as curl sends is accepted."""
+    settings = transport_security(None)
+    assert {"localhost", "127.0.0.1", "[::1]", "localhost:*"} <= set(settings.allowed_hosts)
+    assert "http://localhost" in settings.allowed_origins
+    assert "localhost" not in transport_security(8000).allowed_hosts
 
 
 def test_transport_security_named_hosts() -> None:
@@ -547,9 +678,13 @@ def small_server() -> tuple[MCPServer[Any], dict[str, asyncio.Event]]:
 
 @contextlib.asynccontextmanager
 async def sdk_site(
-    server: MCPServer[Any], security: Any = None, mount: tuple[bytes, ...] = (b"mcp",)
+    server: MCPServer[Any],
+    security: Any = None,
+    mount: tuple[bytes, ...] = (b"mcp",),
+    drain_seconds: float = 2,
+    **options: Any,
 ) -> AsyncIterator[tuple[int, ASGIResource, LifespanService]]:
-    resource = mcp_resource(server, security=security)
+    resource = mcp_resource(server, security=security, **options)
 
     def make_site(reactor: Any) -> Site:
         root = parent = Resource()
@@ -561,7 +696,7 @@ async def sdk_site(
         return Site(root, requestFactory=BodyCappedRequest, reactor=reactor)
 
     async with listening(make_site) as (reactor, port):
-        service = LifespanService(resource, reactor, drain_seconds=2)
+        service = LifespanService(resource, reactor, drain_seconds=drain_seconds)
         service.startService()
         try:
             yield port, resource, service
@@ -820,3 +955,210 @@ def test_sdk_oversize_body_never_reaches_the_sdk() -> None:
             writer.close()
 
     run(body)
+
+
+# --- the session cap ---------------------------------------------------------------
+
+
+async def initialize(port: int) -> tuple[int, dict[str, str], bytes]:
+    """POST an initialize without a session; return status, headers and body."""
+    reader, writer = await http_exchange(
+        port,
+        request_bytes(
+            "POST", "/mcp", INITIALIZE, {**MCP_HEADERS, "Host": f"127.0.0.1:{port}"}
+        ).replace(b"Host: 127.0.0.1:8000\r\n", b"", 1),
+    )
+    status, headers = await read_head(reader)
+    length = int(headers.get("content-length", "0"))
+    body = await reader.readexactly(length) if length else b""
+    writer.close()
+    return status, headers, body
+
+
+async def session_status(port: int, session: str) -> int:
+    """The status a ping gets on C{session}: 200 while it is open, 404 once closed."""
+    ping = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}).encode()
+    reader, writer = await http_exchange(
+        port,
+        request_bytes(
+            "POST",
+            "/mcp",
+            ping,
+            {**MCP_HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"},
+        ),
+    )
+    status = (await read_head(reader))[0]
+    writer.close()
+    return status
+
+
+async def open_stream(port: int, session: str) -> asyncio.StreamWriter:
+    """Open the GET event stream of C{session} (which makes it busy); return its writer."""
+    reader, writer = await http_exchange(
+        port,
+        request_bytes(
+            "GET",
+            "/mcp",
+            headers={
+                "Accept": "text/event-stream",
+                "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": "2025-11-25",
+            },
+        ),
+    )
+    assert (await read_head(reader))[0] == 200
+    return writer
+
+
+def test_session_cap_closes_the_session_idle_longest() -> None:
+    """At the cap, a new session closes the one idle for longest, not a busier one."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server, max_sessions=3) as (port, _, _):
+            first = await legacy_session(port)
+            second = await legacy_session(port)
+            third = await legacy_session(port)
+            assert await session_status(port, first) == 200  # first is now the freshest
+            fourth = await legacy_session(port)
+            assert await session_status(port, second) == 404
+            for alive in (first, third, fourth):
+                assert await session_status(port, alive) == 200
+
+    run(body)
+
+
+def test_session_cap_refuses_only_when_every_session_is_busy() -> None:
+    """With every session holding a stream, a new one gets 503 and a JSON-RPC error."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server, max_sessions=2) as (port, resource, _):
+            sessions = [await legacy_session(port), await legacy_session(port)]
+            streams = [await open_stream(port, s) for s in sessions]
+            status, headers, raw = await initialize(port)
+            assert status == 503
+            assert headers["content-type"] == "application/json"
+            error = json.loads(raw)
+            assert error["jsonrpc"] == "2.0" and error["id"] is None
+            assert "Too many MCP sessions" in error["error"]["message"]
+            for session in sessions:
+                assert await session_status(port, session) == 200
+            streams[1].close()  # the second session goes idle
+            limit = resource._app
+            assert isinstance(limit, web.SessionLimit)
+            await until(lambda: sessions[1] not in limit._busy)
+            assert (await initialize(port))[0] == 200
+            assert await session_status(port, sessions[1]) == 404
+            assert await session_status(port, sessions[0]) == 200
+            streams[0].close()
+
+    run(body)
+
+
+def test_session_cap_leaves_the_stateless_era_alone() -> None:
+    """2026-07-28 requests open no session and are served at the cap."""
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server, max_sessions=1) as (port, _, _):
+            session = await legacy_session(port)
+            stream = await open_stream(port, session)
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="2026-07-28") as client:
+                result = await client.call_tool("add", {"a": 2, "b": 3})
+                assert not result.is_error
+            stream.close()
+
+    run(body)
+
+
+def test_session_limit_needs_room_for_one() -> None:
+    """A cap below one session is refused when the endpoint is built."""
+    server, _ = small_server()
+    with pytest.raises(ValueError, match="max_sessions"):
+        mcp_resource(server, max_sessions=0)
+
+
+# --- bounds on request heads -------------------------------------------------------
+
+
+class Hello(Resource):
+    isLeaf = True
+
+    def render_GET(self, request: Any) -> bytes:
+        return b"hello"
+
+
+def bounded(header_timeout: float = 10.0) -> tuple[Wire, Clock]:
+    clock = Clock()
+    root = Resource()
+    root.putChild(b"hello", Hello())
+    return Wire(web.BoundedSite(root, header_timeout=header_timeout, reactor=clock)), clock
+
+
+def test_trickled_headers_time_out() -> None:
+    """A client trickling its head a byte at a time gets 408 once the header timeout passes."""
+    wire, clock = bounded(header_timeout=10)
+    for byte in b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n":
+        wire.send(bytes([byte]))
+        clock.advance(0.5)  # over 20 s in all, each byte well inside the idle timeout
+        if wire.transport.disconnecting:
+            break
+    assert wire.value().startswith(b"HTTP/1.1 408 ")
+    assert b"Connection: close" in wire.value()
+    assert wire.transport.disconnecting
+
+
+def test_silent_connection_times_out() -> None:
+    """A connection that never sends a request is closed after the header timeout."""
+    wire, clock = bounded(header_timeout=10)
+    clock.advance(9.9)
+    assert not wire.transport.disconnecting
+    clock.advance(0.2)
+    assert wire.value().startswith(b"HTTP/1.1 408 ")
+    assert wire.transport.disconnecting
+
+
+def test_prompt_requests_are_served_on_a_kept_connection() -> None:
+    """Heads that arrive in time are served; the clock restarts with the next request."""
+    wire, clock = bounded(header_timeout=10)
+    wire.send(request_bytes("GET", "/hello"))
+    assert wire.value().startswith(b"HTTP/1.1 200 ")
+    clock.advance(30)  # idle between requests: not a head being trickled
+    assert not wire.transport.disconnecting
+    wire.transport.clear()
+    wire.send(request_bytes("GET", "/hello"))
+    assert wire.value().startswith(b"HTTP/1.1 200 ")
+    assert not clock.getDelayedCalls() or all(
+        c.getTime() - clock.seconds() > 10 for c in clock.getDelayedCalls()
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414),
+        (b"GET /" + b"a" * 20000, 414),  # no end of line in sight
+        (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 20000 + b"\r\n\r\n", 431),
+        (
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 200) for i in range(90))
+            + b"\r\n",
+            431,
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + b"".join(b"X-H%d: v\r\n" % i for i in range(150))
+            + b"\r\n",
+            431,
+        ),
+    ],
+    ids=["long-request-line", "endless-request-line", "big-header", "big-head", "many-headers"],
+)
+def test_oversize_heads_are_answered(raw: bytes, status: int) -> None:
+    """An over-long request line gets 414, over-large headers 431: an answer, then close."""
+    wire, _ = bounded()
+    wire.send(raw)
+    assert wire.value().startswith(b"HTTP/1.1 %d " % status)
+    assert wire.head()[1]["connection"] == "close"
+    assert wire.transport.disconnecting

@@ -6,8 +6,14 @@ the .tac's environment variables, and the service tree they build.
 
 from __future__ import annotations
 
+import io
+import sys
+
+import attrs
 import pytest
 from twisted.application.internet import StreamServerEndpointService
+from twisted.internet.defer import Deferred, fail
+from twisted.internet.error import CannotListenError
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import capturedLogs
 from twisted.python import usage
@@ -216,3 +222,161 @@ def test_tap_builds_http(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen["endpoint"] == "tcp:8000:interface=127.0.0.1"
     assert seen["allowed_hosts"] == ("mcp.example.org",)
     assert seen["stdout_fd"] == 1
+
+
+# --- the listen backlog -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "expected"),
+    [
+        ("tcp:8000:interface=127.0.0.1", "tcp:8000:interface=127.0.0.1:backlog=4096"),
+        ("tcp6:8000:interface=\\:\\:1", "tcp6:8000:interface=\\:\\:1:backlog=4096"),
+        ("unix:/run/gophergem.sock", "unix:/run/gophergem.sock:backlog=4096"),
+        ("tcp:8000:backlog=10", "tcp:8000:backlog=10"),
+        ("systemd:domain=INET:index=0", "systemd:domain=INET:index=0"),
+    ],
+)
+def test_with_backlog(endpoint: str, expected: str) -> None:
+    """Listening endpoints get a large backlog unless they name one; others are left alone."""
+    assert service.with_backlog(endpoint) == expected
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "backlog"),
+    [("tcp:0:interface=127.0.0.1", service.DEFAULT_BACKLOG), ("tcp:0:backlog=7", 7)],
+)
+def test_http_listens_with_a_large_backlog(endpoint: str, backlog: int) -> None:
+    """The daemon's port is opened with the default backlog, or the one the endpoint names."""
+    reactor = MemoryReactorClock()
+    top = service.makeService(OFFLINE, reactor, transport="http", endpoint=endpoint)
+    top.getServiceNamed("http").privilegedStartService()
+    assert reactor.tcpServers[0][2] == backlog
+    assert service.DEFAULT_BACKLOG >= 3000
+
+
+# --- settings reach the site ---------------------------------------------------------------
+
+
+def test_http_settings_reach_the_site() -> None:
+    """Session cap, idle time, header timeout and drain period come from the configuration."""
+    from gophergem.mcp.web import BoundedSite, SessionLimit
+
+    config = attrs.evolve(
+        OFFLINE,
+        http_max_sessions=7,
+        http_session_idle_seconds=60.0,
+        http_header_timeout_seconds=3.0,
+        http_drain_seconds=4.0,
+    )
+    top = service.makeService(
+        config, MemoryReactorClock(), transport="http", endpoint="tcp:0:interface=127.0.0.1"
+    )
+    lifespan, listener = list(top)
+    assert lifespan._drain_seconds == 4.0
+    site = listener.factory
+    assert isinstance(site, BoundedSite)
+    assert site.header_timeout == 3.0
+    resource = site.resource.children[b"mcp"]
+    assert isinstance(resource._app, SessionLimit)
+    assert resource._app.max_sessions == 7
+    assert resource._app._manager.session_idle_timeout == 60.0
+
+
+def test_default_http_settings() -> None:
+    """By default: 2000 sessions, 30 minutes idle, 20 s for headers, a 10 s drain."""
+    config = Config()
+    assert config.http_max_sessions == 2000
+    assert config.http_session_idle_seconds == 1800
+    assert config.http_header_timeout_seconds == 20
+    assert config.http_drain_seconds == 10
+
+
+# --- failing to listen -----------------------------------------------------------------------
+
+
+class RefusingEndpoint:
+    def listen(self, factory: object) -> Deferred[object]:
+        return fail(CannotListenError("127.0.0.1", 8000, OSError(98, "Address already in use")))
+
+
+def test_port_in_use_is_a_one_line_error() -> None:
+    """A port already in use raises ListenError naming the endpoint and the reason."""
+    listener = service.HTTPListenService(RefusingEndpoint(), None, "tcp:8000")
+    with pytest.raises(service.ListenError) as info:
+        listener.privilegedStartService()
+    assert str(info.value) == "cannot listen on tcp:8000: Address already in use"
+
+
+class MissingDirectoryEndpoint:
+    def listen(self, factory: object) -> Deferred[object]:
+        return fail(FileNotFoundError(2, "No such file or directory"))
+
+
+def test_unix_socket_in_a_missing_directory_is_a_one_line_error() -> None:
+    """A unix: endpoint whose directory is missing (a bare OSError) is a ListenError too."""
+    listener = service.HTTPListenService(MissingDirectoryEndpoint(), None, "unix:/nowhere/s")
+    with pytest.raises(service.ListenError) as info:
+        listener.privilegedStartService()
+    assert str(info.value) == "cannot listen on unix:/nowhere/s: No such file or directory"
+
+
+def test_port_in_use_can_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With exit_on_error, the line goes to stderr and the process exits with status 2."""
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", err)
+    listener = service.HTTPListenService(RefusingEndpoint(), None, "tcp:8000")
+    listener.exit_on_error = True
+    with pytest.raises(SystemExit) as info:
+        listener.privilegedStartService()
+    assert info.value.code == 2
+    assert err.getvalue() == "gophergem: cannot listen on tcp:8000: Address already in use\n"
+
+
+# --- Host rules across the site ---------------------------------------------------------------
+
+
+def get_from(site: object, path: str, host: str) -> int:
+    from tests.web_helpers import Wire, run, until
+
+    async def body() -> int:
+        wire = Wire(site)  # type: ignore[arg-type]
+        wire.send(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        await until(lambda: b"\r\n\r\n" in wire.value())
+        return wire.head()[0]
+
+    return run(body)
+
+
+@pytest.mark.parametrize("path", ["/health", "/.well-known/agent.gopher"])
+def test_site_applies_the_endpoint_host_rules(path: str) -> None:
+    """/health and agent.gopher refuse a Host that /mcp would refuse."""
+    security = service.endpoint_security("tcp:8000:interface=127.0.0.1")
+    site, _ = service.build_site(
+        service.build_mcp_server(service.build_fetcher(OFFLINE, MemoryReactorClock()), OFFLINE),
+        OFFLINE,
+        MemoryReactorClock(),
+        security=security,
+    )
+    assert get_from(site, path, "evil.example") == 421
+    assert get_from(site, path, "evil.example:8000") == 421
+    assert get_from(site, path, "127.0.0.1:9999") == 421
+    assert get_from(site, path, "127.0.0.1:8000") == 200
+
+
+def test_unix_socket_accepts_a_bare_localhost() -> None:
+    """On a unix: endpoint, Host: localhost (what curl --unix-socket sends) is accepted."""
+    settings = service.endpoint_security("unix:/run/gophergem.sock")
+    for host in ("localhost", "127.0.0.1", "[::1]", "localhost:80"):
+        assert any(
+            host == allowed or (allowed.endswith(":*") and host.startswith(allowed[:-1]))
+            for allowed in settings.allowed_hosts
+        ), host
+    site, _ = service.build_site(
+        service.build_mcp_server(service.build_fetcher(OFFLINE, MemoryReactorClock()), OFFLINE),
+        OFFLINE,
+        MemoryReactorClock(),
+        security=settings,
+    )
+    assert get_from(site, "/health", "localhost") == 200
+    assert get_from(site, "/health", "evil.example") == 421

@@ -4,8 +4,11 @@ Tests for the twistd plugin and L{gophergem.tap}.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from twisted.application.service import IServiceMaker
+from twisted.application.service import IServiceMaker, MultiService
+from twisted.logger import ILogObserver, LogLevel
 from twisted.plugin import getPlugins
 from twisted.python import usage
 
@@ -62,3 +65,128 @@ def test_other_reactor_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(twisted.internet, "reactor", fake, raising=False)
     with pytest.raises(usage.UsageError, match="asyncio"):
         tap._ensure_asyncio_reactor()
+
+
+# --- under twistd ---------------------------------------------------------------------
+
+
+def twistd_parse(argv: list[str]) -> tap.Options:
+    """Parse C{argv} as twistd does; return gophergem's options."""
+    from twisted.scripts.twistd import ServerOptions
+
+    options = ServerOptions()
+    options.parseOptions(argv)
+    sub = options.subOptions
+    assert isinstance(sub, tap.Options)
+    return sub
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["gophergem", "--bogus"], "--bogus"),
+        (["gophergem", "--transport", "pigeon"], "pigeon"),
+        (["gophergem", "--gopher-timeout-seconds", "soon"], "GOPHER_TIMEOUT_SECONDS"),
+        (["gophergem", "--transport", "http", "--endpoint", "nowhere"], "nowhere"),
+    ],
+)
+def test_twistd_usage_error_is_one_line(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under twistd a bad option is one line on stderr and exit status 2, not a usage page."""
+    with pytest.raises(SystemExit) as info:
+        twistd_parse(argv)
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("twistd gophergem: ") and named in err
+
+
+def test_unwritable_log_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unwritable --gophergem-log-file is named in one line, before anything starts."""
+    with pytest.raises(SystemExit) as info:
+        twistd_parse(["gophergem", "--gophergem-log-file", str(tmp_path / "no" / "such.log")])
+    assert info.value.code == 2
+    assert "--gophergem-log-file" in capsys.readouterr().err
+
+
+def emit(observer: ILogObserver, level: LogLevel, text: str) -> None:
+    observer({"log_level": level, "log_format": text, "log_namespace": "t", "log_time": 0.0})
+
+
+def test_twistd_logs_to_our_file_at_our_level(tmp_path: Path) -> None:
+    """--gophergem-log-file and --gophergem-log-level decide twistd's log when twistd's don't."""
+    path = tmp_path / "gophergem.log"
+    options = twistd_parse(
+        ["-n", "gophergem", "--gophergem-log-file", str(path), "--gophergem-log-level", "WARNING"]
+    )
+    observer = tap.twistd_log_observer(options)
+    assert observer is not None
+    emit(observer, LogLevel.info, "quiet detail")
+    emit(observer, LogLevel.warn, "worth a look")
+    text = path.read_text()
+    assert "worth a look" in text and "quiet detail" not in text
+
+
+def test_twistd_logfile_wins_over_ours(tmp_path: Path) -> None:
+    """twistd's own --logfile is where logs go; our level still filters them."""
+    ours, theirs = tmp_path / "ours.log", tmp_path / "theirs.log"
+    options = twistd_parse(
+        [
+            "--logfile",
+            str(theirs),
+            "gophergem",
+            "--gophergem-log-file",
+            str(ours),
+            "--gophergem-log-level",
+            "ERROR",
+        ]
+    )
+    observer = tap.twistd_log_observer(options)
+    assert observer is not None
+    emit(observer, LogLevel.warn, "a warning")
+    emit(observer, LogLevel.error, "an error")
+    text = theirs.read_text()
+    assert "an error" in text and "a warning" not in text
+    assert not ours.exists() or ours.read_text() == ""
+
+
+def test_twistd_logger_option_takes_over() -> None:
+    """With twistd's --logger, gophergem leaves logging to it."""
+    options = twistd_parse(
+        [
+            "--logger",
+            "gophergem._log.stderr_observer",
+            "gophergem",
+            "--gophergem-log-level",
+            "ERROR",
+        ]
+    )
+    assert tap.twistd_log_observer(options) is None
+
+
+def test_twistd_application_gets_the_observer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The service twistd runs installs the observer on the application it joins."""
+    from twisted.application.service import Application
+
+    from gophergem import service
+
+    monkeypatch.setattr(service, "makeService", lambda config, **kwargs: MultiService())
+    options = twistd_parse(
+        ["-n", "gophergem", "--transport", "http", "--gophergem-log-file", str(tmp_path / "x.log")]
+    )
+    application = Application("gophergem")
+    tap.makeService(options).setServiceParent(application)
+    assert application.getComponent(ILogObserver) is not None
+
+
+def test_parsed_alone_options_still_raise(capsys: pytest.CaptureFixture[str]) -> None:
+    """Outside twistd (the .tac, gophergem serve) a bad option is a UsageError to catch."""
+    with pytest.raises(usage.UsageError):
+        tap.Options().parseOptions(["--bogus"])
+    assert capsys.readouterr().err == ""

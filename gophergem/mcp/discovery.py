@@ -12,6 +12,10 @@ tool of the live server, and the policy.  Its items drill down under
 C{/.well-known/agent/}: C{tools} (a menu), C{tools/<name>} and C{policy}
 (plain text).  Each node answers C{?format=json} with the same content as
 JSON.  Item host and port fields name the HTTP origin the menu came from.
+
+Both apply the MCP endpoint's C{Host}/C{Origin} rules (421 for a foreign
+C{Host}, 403 for a foreign C{Origin}), so the menu only ever names a host
+the server accepts.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 from twisted.logger import Logger
 from twisted.web import pages, server
 from twisted.web.resource import IResource, Resource
@@ -30,6 +35,7 @@ from twisted.web.resource import IResource, Resource
 from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.mcp.extras import POLICY_URI, policy_text
+from gophergem.mcp.web import foreign_request, refuse, transport_security
 
 __all__ = [
     "GOPHER_MENU_TYPE",
@@ -64,9 +70,21 @@ class Directory(Resource):
 
 
 class HealthResource(Directory):
-    """C{GET /health}: the status and version, nothing else."""
+    """
+    C{GET /health}: the status and version, nothing else.
+
+    @param security: The accepted C{Host}/C{Origin} values (see
+        L{gophergem.mcp.web.transport_security}); loopback names by default.
+    """
+
+    def __init__(self, security: TransportSecuritySettings | None = None) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self._security = security if security is not None else transport_security()
 
     def render_GET(self, request: server.Request) -> bytes:
+        refused = foreign_request(request, self._security)
+        if refused is not None:
+            return refuse(request, *refused)
         request.setHeader(b"Content-Type", JSON_TYPE)
         request.setHeader(b"Cache-Control", b"no-store")
         return health_body()
@@ -179,6 +197,8 @@ class AgentResource(Resource):
 
     @param mcp_path: The absolute path of the MCP endpoint on this site.
     @param drill_down: Serve the nodes under this resource's path.
+    @param security: The accepted C{Host}/C{Origin} values, as for the MCP
+        endpoint; loopback names by default.
     """
 
     isLeaf = True
@@ -190,8 +210,10 @@ class AgentResource(Resource):
         *,
         mcp_path: str = "/mcp",
         drill_down: bool = True,
+        security: TransportSecuritySettings | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self._security = security if security is not None else transport_security()
         self._server = server
         self._mcp_path = mcp_path
         self._drill_down = drill_down
@@ -199,6 +221,9 @@ class AgentResource(Resource):
         self._tasks: set[asyncio.Task[None]] = set()
 
     def render_GET(self, request: server.Request) -> bytes | int:
+        refused = foreign_request(request, self._security)
+        if refused is not None:
+            return refuse(request, *refused)
         path = [p.decode("utf-8", "replace") for p in request.postpath or () if p]
         if not self._drill_down and path:
             return _error(request, 404, "No such node.")
@@ -360,19 +385,29 @@ def _error(request: server.Request, code: int, text: str) -> bytes:
 
 
 def add_discovery(
-    root: Resource, server: MCPServer[Any], config: Config, *, mcp_path: str = "/mcp"
+    root: Resource,
+    server: MCPServer[Any],
+    config: Config,
+    *,
+    mcp_path: str = "/mcp",
+    security: TransportSecuritySettings | None = None,
 ) -> None:
     """
     Put C{/health}, C{/.well-known/agent.gopher} and C{/.well-known/agent/}
     under C{root} (which must be the site's root), next to what is there.
+
+    @param security: The C{Host}/C{Origin} values accepted; pass the MCP
+        endpoint's own (loopback names on any port by default).
     """
-    # Resource.__init__ is unannotated in Twisted.
-    root.putChild(b"health", HealthResource())  # type: ignore[no-untyped-call]
+    root.putChild(b"health", HealthResource(security))
     well_known = root.getStaticEntity(b".well-known")
     if well_known is None:
         well_known = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         root.putChild(b".well-known", well_known)
     well_known.putChild(
-        b"agent.gopher", AgentResource(server, config, mcp_path=mcp_path, drill_down=False)
+        b"agent.gopher",
+        AgentResource(server, config, mcp_path=mcp_path, drill_down=False, security=security),
     )
-    well_known.putChild(b"agent", AgentResource(server, config, mcp_path=mcp_path))
+    well_known.putChild(
+        b"agent", AgentResource(server, config, mcp_path=mcp_path, security=security)
+    )

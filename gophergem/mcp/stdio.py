@@ -10,11 +10,17 @@ own stdio transport in three ways the specification asks for:
     session goes on; a JSON-RPC batch (an array) is refused with -32600;
   - a notification, even a malformed one, is never answered;
   - at end of input every response already owed is written before the
-    server stops (the SDK alone cancels handlers in flight at EOF), within
-    a bounded drain time.
+    server stops, however long that takes (the SDK alone cancels handlers
+    in flight at EOF).
 
-L{StdioMCPProtocol} is the thin Twisted side: a line receiver on
-C{StandardIO} that survives stdin closing while stdout is still needed.
+L{StdioMCPProtocol} is the Twisted side: a line receiver on C{StandardIO}
+that survives stdin closing while stdout is still needed, and ends the
+session at once when stdout is gone (no reply can be delivered any more).
+Replies are given up on only when stdout is gone, when the optional
+C{GOPHERGEM_STDIO_DRAIN_SECONDS} runs out after end of input, or when the
+shutdown grace of L{StdioMCPProtocol.stop} (SIGTERM) runs out; they are
+counted and logged, answered with an error while stdout still works, and
+make the console script's exit status 1.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -29,24 +36,38 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IHalfCloseableProtocol
+from pydantic_core import PydanticSerializationError
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.interfaces import IDelayedCall, IHalfCloseableProtocol, IReactorTime
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 __all__ = ["MessagePipe", "StdioMCPProtocol", "classify_line"]
 
 log = Logger()
 
-DRAIN_SECONDS = 10.0
 MAX_LINE = 32 * 1024 * 1024
+STOP_GRACE_SECONDS = 2.0
+"""On shutdown (SIGTERM), how long replies in flight get to be written."""
 
 
 def _error(code: int, message: str, id_: Any = None) -> types.JSONRPCError:
     return types.JSONRPCError(
         jsonrpc="2.0", id=id_, error=types.ErrorData(code=code, message=message)
     )
+
+
+def _usable_id(value: object) -> bool:
+    """Whether C{value} can be echoed as an id: an integer, or a string that is valid Unicode."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate, from a \ud800 escape
+            return False
+        return True
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def classify_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
@@ -69,7 +90,7 @@ def classify_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
         )
     if isinstance(raw, dict) and "id" in raw:
         request_id = raw["id"]
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        if not _usable_id(request_id):
             # Not a notification (it has an id), yet the id cannot be echoed.
             return _error(
                 types.INVALID_REQUEST, "Invalid Request: id must be a string or an integer."
@@ -81,7 +102,7 @@ def classify_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
             log.warn("dropped a malformed notification")
             return None
         request_id = raw.get("id") if isinstance(raw, dict) else None
-        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        if not _usable_id(request_id):
             request_id = None
         return _error(
             types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message.", request_id
@@ -93,28 +114,34 @@ class MessagePipe:
     """
     Drive one SDK server session from pushed lines; must run on an asyncio loop.
 
+    At end of input (L{eof}) the session ends once every owed response is
+    written, with no time limit of its own.  L{abandon} ends it at once,
+    giving up the responses still owed; how many were given up is
+    L{lost}.
+
     @param server: The SDK's lowlevel server (C{Server.run} is used).
     @param write_line: Called with each output line, newline included.
-    @param drain_seconds: How long, after end of input, responses still owed
-        are waited for.
     """
 
-    def __init__(
-        self,
-        server: Any,
-        write_line: Callable[[bytes], None],
-        drain_seconds: float = DRAIN_SECONDS,
-    ) -> None:
+    def __init__(self, server: Any, write_line: Callable[[bytes], None]) -> None:
         self._server = server
         self._write_line = write_line
-        self._drain_seconds = drain_seconds
         self._in_tx, self._in_rx = anyio.create_memory_object_stream[SessionMessage | Exception](
             math.inf
         )
         self._out_tx, self._out_rx = anyio.create_memory_object_stream[SessionMessage](math.inf)
-        self._owed: set[types.RequestId] = set()
+        # A multiset: a client may (wrongly) reuse an id still in flight.
+        self._owed: Counter[types.RequestId] = Counter()
         self._eof = False
-        self._timer: asyncio.TimerHandle | None = None
+        self._abandoned = False
+        self._scope: anyio.CancelScope | None = None
+        self.lost = 0
+        """How many owed responses were given up (see L{abandon})."""
+
+    @property
+    def owed(self) -> int:
+        """How many responses are owed and not yet written."""
+        return self._owed.total()
 
     def start(self) -> Deferred[None]:
         """Start serving; the Deferred fires when the session has ended."""
@@ -132,13 +159,13 @@ class MessagePipe:
             return
         message = item.message
         if isinstance(message, types.JSONRPCRequest):
-            self._owed.add(message.id)
+            self._owed[message.id] += 1
         elif (
             isinstance(message, types.JSONRPCNotification)
             and message.method == "notifications/cancelled"
         ):
             # A cancelled request is never answered.
-            self._owed.discard((message.params or {}).get("requestId"))
+            self._settle((message.params or {}).get("requestId"))
             self._close_if_drained()
         self._in_tx.send_nowait(item)
 
@@ -151,35 +178,88 @@ class MessagePipe:
         if self._eof:
             return
         self._eof = True
-        self._timer = asyncio.get_running_loop().call_later(self._drain_seconds, self._in_tx.close)
         self._close_if_drained()
+
+    def abandon(self, why: str, answer: str | None = None) -> int:
+        """
+        End the session now: handlers in flight are cancelled and the
+        responses still owed are given up, which is logged.  Nothing is
+        written afterwards.
+
+        @param why: What happened, for the log (e.g. C{"standard output closed"}).
+        @param answer: If given (output still works), each request given up
+            is answered with an error carrying this message, so that the
+            client is not left waiting.
+        @return: How many owed responses were given up by this call.
+        """
+        self._eof = True
+        if self._abandoned:
+            return 0
+        given_up = self.owed
+        if answer is not None:
+            for request_id in self._owed.elements():
+                self._emit(_error(types.INTERNAL_ERROR, answer, request_id))
+        self._abandoned = True
+        self._owed.clear()
+        self.lost += given_up
+        if given_up:
+            log.warn(
+                "{why}: gave up {count} {requests} still owed a reply{how}",
+                why=why,
+                count=given_up,
+                requests="request" if given_up == 1 else "requests",
+                how=" (each answered with an error)" if answer is not None else "",
+            )
+        self._in_tx.close()
+        if self._scope is not None:
+            self._scope.cancel()
+        return given_up
+
+    def _settle(self, request_id: Any) -> None:
+        if self._owed.get(request_id, 0) > 0:
+            self._owed[request_id] -= 1
+            if not self._owed[request_id]:
+                del self._owed[request_id]
 
     def _close_if_drained(self) -> None:
         if self._eof and not self._owed:
             self._in_tx.close()
 
     def _emit(self, message: Any) -> None:
-        self._write_line(
-            message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
-        )
+        if self._abandoned:
+            return
+        try:
+            data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        except (PydanticSerializationError, UnicodeError):
+            # Text that is not valid Unicode (a lone surrogate) cannot be sent
+            # as JSON; the request still gets an answer.
+            if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                log.warn("dropped an outgoing notification that is not valid Unicode")
+                return
+            log.warn("a reply held text that is not valid Unicode; sent an error instead")
+            request_id = message.id if _usable_id(message.id) else None
+            reply = _error(
+                types.INTERNAL_ERROR, "The reply held text that is not valid Unicode.", request_id
+            )
+            data = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        self._write_line(data + b"\n")
 
     async def _main(self) -> None:
-        try:
+        with anyio.CancelScope() as self._scope:
+            if self._abandoned:
+                self._scope.cancel()
             async with anyio.create_task_group() as group:
                 group.start_soon(self._pump)
                 await self._server.run(
                     self._in_rx, self._out_tx, self._server.create_initialization_options()
                 )
-        finally:
-            if self._timer is not None:
-                self._timer.cancel()
 
     async def _pump(self) -> None:
         async with self._out_rx:
             async for session_message in self._out_rx:
                 message = session_message.message
                 if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    self._owed.discard(message.id)
+                    self._settle(message.id)
                 self._emit(message)
                 self._close_if_drained()
 
@@ -192,32 +272,132 @@ class StdioMCPProtocol(Protocol):
     Splits input on LF (a CR before it is dropped); a line longer than
     C{max_line} bytes is discarded as it streams in and answered with an
     error.  Half-closeable, so that stdin reaching EOF leaves stdout open for
-    the responses still owed.  C{finished} fires when the session is over.
+    the responses still owed; stdout closing ends the session at once, since
+    nothing can be delivered any more.  C{finished} fires when the session
+    is over and the transport is done with; L{replies_lost} then says how
+    many owed responses were never written.
+
+    @param drain_seconds: How long, after end of input, owed responses are
+        waited for; C{0} waits until every one is written.
+    @param clock: Where timers are scheduled (the reactor); needed for a
+        drain limit and for L{stop}.
     """
 
     def __init__(
         self,
         server: Any,
-        drain_seconds: float = DRAIN_SECONDS,
         max_line: int = MAX_LINE,
+        *,
+        drain_seconds: float = 0,
+        clock: IReactorTime | None = None,
     ) -> None:
         self._server = server
-        self._drain_seconds = drain_seconds
         self._max_line = max_line
+        self._drain_seconds = drain_seconds
+        self._clock = clock
         self._partial: list[bytes] = []
         self._partial_size = 0
         self._discarding = False
         self.finished: Deferred[None] = Deferred()
         self._pipe: MessagePipe | None = None
+        self._pipe_over = False
+        self._pipe_waiters: list[Deferred[None]] = []
+        self._write_lost = False
+        self._transport_gone = False
+        self._drain_timer: IDelayedCall | None = None
+        self.crashed = False
+        """Whether the session ended on an unexpected error (which is logged)."""
+
+    @property
+    def replies_lost(self) -> int:
+        """How many owed responses were given up so far."""
+        return 0 if self._pipe is None else self._pipe.lost
+
+    @property
+    def exit_status(self) -> int:
+        """C{0} for a session that ended cleanly, C{1} if replies were lost or it crashed."""
+        return 1 if self.crashed or self.replies_lost else 0
 
     def connectionMade(self) -> None:
         assert self.transport is not None
-        self._pipe = MessagePipe(self._server, self.transport.write, self._drain_seconds)
+        self._pipe = MessagePipe(self._server, self.transport.write)
         self._pipe.start().addBoth(self._ended)
 
     def _ended(self, result: object) -> None:
-        assert self.transport is not None
+        assert self.transport is not None and self._pipe is not None
+        if isinstance(result, Failure):
+            self.crashed = True
+            log.failure("the MCP session ended on an error", failure=result)
+            self._pipe.abandon(
+                "the MCP session ended on an error",
+                "Not completed: gophergem hit an internal error.",
+            )
+        self._pipe_over = True
+        if self._drain_timer is not None and self._drain_timer.active():
+            self._drain_timer.cancel()
+        waiters, self._pipe_waiters = self._pipe_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
+        # Stops reading and, while stdout is there, flushes it and closes it;
+        # connectionLost follows.  With stdout gone there is nothing to flush
+        # and no connectionLost to wait for.
         self.transport.loseConnection()
+        if self._write_lost or self._transport_gone:
+            self._finish()
+
+    def _finish(self) -> None:
+        if not self.finished.called:
+            self.finished.callback(None)
+
+    def _when_pipe_over(self) -> Deferred[None]:
+        if self._pipe_over:
+            return succeed(None)
+        waiter: Deferred[None] = Deferred()
+        self._pipe_waiters.append(waiter)
+        return waiter
+
+    def _later(self, seconds: float, what: Callable[[], object]) -> IDelayedCall:
+        if self._clock is None:
+            raise RuntimeError("StdioMCPProtocol needs a clock to time a drain or a stop")
+        return self._clock.callLater(seconds, what)
+
+    def stop(self, grace: float = STOP_GRACE_SECONDS) -> Deferred[None]:
+        """
+        Shut down: read no more requests, give the responses owed up to
+        C{grace} seconds to be written, then give up the rest.
+
+        @return: Fires once the session is over and its output flushed, or,
+            if stdout will not take it, C{grace} seconds after the session
+            is over; never later than about C{2 * grace}.
+        """
+        if self.finished.called or self._pipe is None:
+            return succeed(None)
+        pipe = self._pipe
+        done: Deferred[None] = Deferred()
+        timers: list[IDelayedCall] = []
+
+        def fire(_: object = None) -> None:
+            if not done.called:
+                for timer in timers:
+                    if timer.active():
+                        timer.cancel()
+                done.callback(None)
+
+        def give_up() -> None:
+            if not self._pipe_over:
+                pipe.abandon("shutting down", "Not completed: gophergem is shutting down.")
+            # Stdout that takes nothing is waited for no longer than the grace again.
+            self._when_pipe_over().addCallback(lambda _: timers.append(self._later(grace, fire)))
+
+        def finished(result: object) -> object:
+            fire()
+            return result
+
+        self.finished.addBoth(finished)
+        pipe.eof()
+        if not done.called:
+            timers.append(self._later(grace, give_up))
+        return done
 
     def dataReceived(self, data: bytes) -> None:
         start = 0
@@ -251,17 +431,33 @@ class StdioMCPProtocol(Protocol):
         self._pipe.feed(line.rstrip(b"\r"))
 
     def readConnectionLost(self) -> None:
-        if self._pipe is not None:
-            if self._partial and not self._discarding:
-                self._line_done()
-            self._pipe.eof()
+        if self._pipe is None:
+            return
+        if self._partial and not self._discarding:
+            self._line_done()
+        self._pipe.eof()
+        if self._drain_seconds and not self._pipe_over and self._drain_timer is None:
+            pipe, seconds = self._pipe, self._drain_seconds
+            self._drain_timer = self._later(
+                seconds,
+                lambda: pipe.abandon(
+                    f"GOPHERGEM_STDIO_DRAIN_SECONDS ({seconds:g} s) ran out after end of input",
+                    f"Not completed within GOPHERGEM_STDIO_DRAIN_SECONDS ({seconds:g} s) "
+                    "after end of input.",
+                ),
+            )
 
     def writeConnectionLost(self) -> None:
+        self._write_lost = True
         if self._pipe is not None:
-            self._pipe.eof()
+            self._pipe.abandon("standard output closed")
+        if self._pipe_over:
+            self._finish()
 
     def connectionLost(self, reason: object = None) -> None:
-        if self._pipe is not None:
-            self._pipe.eof()
-        if not self.finished.called:
-            self.finished.callback(None)
+        self._transport_gone = True
+        if self._pipe is not None and not self._pipe_over:
+            # Both directions are gone: nothing owed can be delivered.
+            self._pipe.abandon("standard input and output closed")
+        else:
+            self._finish()

@@ -28,6 +28,8 @@ import asyncio
 import contextlib
 import enum
 import io
+import itertools
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from http import HTTPStatus
@@ -36,20 +38,30 @@ from urllib.parse import unquote_to_bytes
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from twisted.web import http, server
 from twisted.web.resource import Resource
 
 __all__ = [
     "DRAIN_SECONDS",
     "MAX_BODY_SIZE",
+    "MAX_SESSIONS",
+    "SESSION_IDLE_SECONDS",
     "ASGIResource",
     "BodyCappedRequest",
+    "BoundedHTTPChannel",
+    "BoundedSite",
     "LifespanService",
+    "SessionLimit",
+    "foreign_request",
     "mcp_resource",
+    "refuse",
     "transport_security",
 ]
 
@@ -63,6 +75,18 @@ DRAIN_SECONDS = 10.0
 
 SETTLE_SECONDS = 2.0
 """After the lifespan ends, how long open streams get to close by themselves."""
+
+MAX_SESSIONS = 2000
+"""Live MCP sessions at most, by default: about 100 MB of a small host's memory."""
+
+SESSION_IDLE_SECONDS = 1800.0
+"""How long a session may go without any request before it is closed, by default."""
+
+IDLE_SECONDS = 75.0
+"""How long an idle keep-alive connection stays open (serving a request or a stream is not idle)."""
+
+SHUTDOWN_ERROR_CODE = -32000
+"""The JSON-RPC error code of a request cancelled at shutdown (the SDK's "connection closed")."""
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -87,6 +111,11 @@ def transport_security(
     suffix = f":{port}" if port else ":*"
     hosts = [name + suffix for name in LOOPBACK_HOSTS]
     origins = [f"http://{name}{suffix}" for name in LOOPBACK_HOSTS]
+    if not port:
+        # No fixed port (a Unix socket, or port 0): a bare loopback name is
+        # what curl --unix-socket and most clients send there.
+        hosts.extend(LOOPBACK_HOSTS)
+        origins.extend(f"http://{name}" for name in LOOPBACK_HOSTS)
     for name in allowed_hosts:
         with_port = [name] if _has_port(name) else [name, f"{name}:*"]
         hosts.extend(with_port)
@@ -99,6 +128,43 @@ def transport_security(
 def _has_port(name: str) -> bool:
     tail = name.rpartition("]")[2] if name.startswith("[") else name
     return ":" in tail
+
+
+def _matches(value: str, allowed: Iterable[str]) -> bool:
+    """Whether C{value} is one of C{allowed}, where C{name:*} stands for any port."""
+    return any(
+        value == pattern or (pattern.endswith(":*") and value.startswith(pattern[:-1]))
+        for pattern in allowed
+    )
+
+
+def foreign_request(
+    request: server.Request, security: TransportSecuritySettings
+) -> tuple[int, str] | None:
+    """
+    Why C{request} must be refused under C{security}, if it must.
+
+    The same rules the SDK applies on the MCP endpoint, for the other
+    resources of the site: a C{Host} that is not accepted gets 421, a
+    browser C{Origin} that is not accepted gets 403.
+
+    @return: C{None} when the request may be served; otherwise the status
+        and a short reason.
+    """
+    if not security.enable_dns_rebinding_protection:
+        return None
+    host = (request.getHeader(b"Host") or b"").decode("latin-1")
+    if not host or not _matches(host, security.allowed_hosts):
+        return 421, "Invalid Host header."
+    origin = (request.getHeader(b"Origin") or b"").decode("latin-1")
+    if origin and not _matches(origin, security.allowed_origins):
+        return 403, "Invalid Origin header."
+    return None
+
+
+def refuse(request: server.Request, code: int, text: str) -> bytes:
+    """Answer C{request} with a short plain-text error; return the body to render."""
+    return _plain(request, code, text)
 
 
 class BodyCappedRequest(server.Request):
@@ -152,6 +218,152 @@ class BodyCappedRequest(server.Request):
             super().process()  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
 
+class BoundedHTTPChannel(http.HTTPChannel):
+    """
+    An HTTP connection with bounds on the head of each request.
+
+    A client gets C{header_timeout} seconds to send a request line and its
+    headers, from the moment it connects or sends the first byte of its
+    next request; past that it gets 408 and the connection is closed (a
+    client trickling a byte at a time is cut off, not kept forever).  A
+    request line longer than C{max_request_line} bytes gets 414; headers
+    past C{totalHeadersSize} bytes or C{maxHeaders} lines get 431.  Each
+    refusal is an answer followed by closing the connection.
+
+    C{header_timeout} is read from the site when it has one (see
+    L{BoundedSite}).
+    """
+
+    header_timeout: float = 20.0
+    max_request_line = 8 * 1024
+    totalHeadersSize = 16 * 1024
+    maxHeaders = 100
+    MAX_LENGTH = totalHeadersSize
+
+    _head_call: IDelayedCall | None = None
+    _reading_head = True  # between requests or in a request's head
+    _on_request_line = True
+    _refused = False
+
+    def connectionMade(self) -> None:
+        super().connectionMade()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self.header_timeout = getattr(
+            getattr(self, "site", None), "header_timeout", self.header_timeout
+        )
+        self._start_head_clock()
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._reading_head and self._head_call is None and data:
+            self._start_head_clock()
+        super().dataReceived(data)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+    def lineReceived(self, line: bytes) -> None:
+        if self._refused:
+            return
+        if self._on_request_line and line:
+            self._on_request_line = False
+            if len(line) > self.max_request_line:
+                self._refuse(414, "The request line is too long.")
+                return
+        elif not self._on_request_line and line:
+            if self._header_lines >= self.maxHeaders:
+                self._refuse(431, "Too many request headers.")
+                return
+            self._header_lines += 1
+        if self._head_size + len(line) > self.totalHeadersSize:
+            self._refuse(431, "The request headers are too large.")
+            return
+        self._head_size += len(line)
+        super().lineReceived(line)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+    _header_lines = 0
+    _head_size = 0
+
+    def lineLengthExceeded(self, line: bytes) -> None:
+        if self._on_request_line:
+            self._refuse(414, "The request line is too long.")
+        else:
+            self._refuse(431, "The request headers are too large.")
+
+    def allHeadersReceived(self) -> None:
+        self._stop_head_clock()
+        self._reading_head = False
+        super().allHeadersReceived()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+    def requestDone(self, request: http.Request) -> None:
+        # The next request's head is timed from its first byte; an idle
+        # connection in between is the site's idle timeout's business.
+        # (Reset first: Twisted goes on with pipelined requests right away.)
+        self._reading_head = True
+        self._on_request_line = True
+        self._header_lines = self._head_size = 0
+        super().requestDone(request)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
+        self._stop_head_clock()
+        super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+    def _start_head_clock(self) -> None:
+        if self.header_timeout and self.header_timeout > 0:
+            self._head_call = self.callLater(  # type: ignore[no-untyped-call]  # Twisted: unannotated
+                self.header_timeout, self._head_timed_out
+            )
+
+    def _stop_head_clock(self) -> None:
+        if self._head_call is not None:
+            if self._head_call.active():
+                self._head_call.cancel()
+            self._head_call = None
+
+    def _head_timed_out(self) -> None:
+        self._head_call = None
+        log.info(
+            "Closing a connection from {peer}: no complete request head within {seconds:g}s",
+            peer=str(self.transport.getPeer()) if self.transport else "?",
+            seconds=self.header_timeout,
+        )
+        self._refuse(408, "The request headers did not arrive in time.")
+
+    def _refuse(self, code: int, text: str) -> None:
+        self._refused = True
+        self._stop_head_clock()
+        body = (text + "\n").encode("utf-8")
+        reason = http.RESPONSES.get(code) or _reason(code) or b"Error"
+        assert self.transport is not None
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (code, reason, len(body), body)
+        )
+        self.loseConnection()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+
+class BoundedSite(server.Site):
+    """
+    A C{Site} whose connections are L{BoundedHTTPChannel}s and whose
+    requests are L{BodyCappedRequest}s.
+
+    @param header_timeout: Seconds a client gets to send a request's head.
+    @param idle_timeout: Seconds an idle keep-alive connection stays open.
+    """
+
+    protocol = BoundedHTTPChannel  # type: ignore[assignment]  # no HTTP/2: plain HTTP/1.1
+
+    def __init__(
+        self,
+        resource: Resource,
+        *,
+        header_timeout: float = BoundedHTTPChannel.header_timeout,
+        idle_timeout: float = IDLE_SECONDS,
+        reactor: Any = None,
+    ) -> None:
+        super().__init__(  # type: ignore[no-untyped-call]  # Twisted: unannotated
+            resource, requestFactory=BodyCappedRequest, timeout=idle_timeout, reactor=reactor
+        )
+        self.header_timeout = header_timeout
+
+
 class _State(enum.Enum):
     IDLE = "idle"
     STARTING = "starting"
@@ -170,6 +382,8 @@ class _Exchange:
         self.done = False  # finished, aborted or disconnected: write nothing more
         self._body: bytes | None = body
         self._gone = asyncio.Event()
+        self.rpc_id = _request_id(body) if self.method == b"POST" else None
+        self.content_type = b""
         request.notifyFinish().addBoth(self._ended)
 
     def _ended(self, _: object) -> None:
@@ -197,6 +411,8 @@ class _Exchange:
             self.request.setResponseCode(status, _reason(status))
             for name, value in message.get("headers", ()):
                 self.request.responseHeaders.addRawHeader(bytes(name), bytes(value))
+                if bytes(name).lower() == b"content-type":
+                    self.content_type = bytes(value).partition(b";")[0].strip().lower()
             # Twisted sends the headers with the first write; an SSE stream
             # may not write for a long time, so send them now.
             self.request.write(b"")
@@ -224,6 +440,35 @@ class _Exchange:
         self.request.write(_plain(self.request, code, text))
         self.finish()
 
+    def answer_error(self, code: int, message: str) -> bool:
+        """
+        Answer the JSON-RPC request of this exchange with an error, and end it.
+
+        Possible before the response starts (a JSON body) and on an event
+        stream (one more event); not once a JSON body is under way.
+
+        @return: Whether the client got the error.
+        """
+        if self.done or self.rpc_id is None:
+            return False
+        error = json.dumps(
+            {"jsonrpc": "2.0", "id": self.rpc_id, "error": {"code": code, "message": message}},
+            separators=(",", ":"),
+        ).encode("utf-8")
+        if not self.started:
+            self.started = True
+            self.request.setResponseCode(200)
+            self.request.setHeader(b"Content-Type", b"application/json")
+            self.request.setHeader(b"Content-Length", b"%d" % len(error))
+            self.request.setHeader(b"Cache-Control", b"no-store")
+            self.request.write(error)
+        elif self.content_type == b"text/event-stream":
+            self.request.write(b"event: message\r\ndata: " + error + b"\r\n\r\n")
+        else:
+            return False
+        self.finish()
+        return True
+
     def abort(self) -> None:
         """Cut the connection: a response already under way cannot be completed."""
         if self.done:
@@ -235,6 +480,20 @@ class _Exchange:
             transport.abortConnection()
         else:
             self.request.loseConnection()
+
+
+def _request_id(body: bytes) -> str | int | None:
+    """The id of the JSON-RPC request in C{body}, if it holds one."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message:
+        return None
+    identifier = message.get("id")
+    if isinstance(identifier, bool) or not isinstance(identifier, str | int):
+        return None
+    return identifier
 
 
 def _reason(status: int) -> bytes | None:
@@ -250,7 +509,7 @@ def _reason(status: int) -> bytes | None:
 def _plain(request: server.Request, code: int, text: str) -> bytes:
     """Set up a short plain-text answer; return its body."""
     data = (text + "\n").encode("utf-8")
-    request.setResponseCode(code)
+    request.setResponseCode(code, _reason(code))
     request.setHeader(b"Content-Type", b"text/plain; charset=utf-8")
     request.setHeader(b"Content-Length", b"%d" % len(data))
     request.setHeader(b"Cache-Control", b"no-store")
@@ -400,10 +659,7 @@ class ASGIResource(Resource):
                     yield
                 finally:
                     self._state = _State.STOPPING
-                    await self._wait_for(
-                        [t for e, t in self._exchanges.items() if e.method != b"GET"],
-                        drain_seconds,
-                    )
+                    await self._drain(drain_seconds)
         finally:
             self._state = _State.STOPPED
             self._ready.set()
@@ -413,10 +669,194 @@ class ASGIResource(Resource):
                 task.cancel()
             await self._wait_for(leftovers, SETTLE_SECONDS)
 
+    async def _drain(self, seconds: float) -> None:
+        """
+        Give the requests in flight C{seconds} to finish; then answer each one
+        still running with a JSON-RPC error, and cancel it.
+
+        Event streams (C{GET}) are not waited for: they last as long as their
+        session, which ends with the lifespan.
+        """
+        calls = {e: t for e, t in self._exchanges.items() if e.method != b"GET"}
+        await self._wait_for(list(calls.values()), seconds)
+        late = [(e, t) for e, t in calls.items() if not t.done()]
+        for exchange, task in late:
+            answered = exchange.answer_error(
+                SHUTDOWN_ERROR_CODE,
+                f"The server is shutting down: this request was still running after the "
+                f"{seconds:g}-second drain period and was cancelled. Try again later.",
+            )
+            log.warn(
+                "Shutting down: cancelled {method} {path} (JSON-RPC id {rpc_id}), still running "
+                "after the {seconds:g}s drain period; {outcome}",
+                method=exchange.method.decode("ascii", "replace"),
+                path=exchange.request.path.decode("ascii", "replace"),
+                rpc_id=exchange.rpc_id,
+                seconds=seconds,
+                outcome="answered with an error" if answered else "its connection was closed",
+            )
+            task.cancel()
+        await self._wait_for([t for _, t in late], SETTLE_SECONDS)
+
     @staticmethod
     async def _wait_for(tasks: list[asyncio.Task[None]], seconds: float) -> None:
         if tasks:
             await asyncio.wait(tasks, timeout=seconds)
+
+
+def _header(scope: MutableMapping[str, Any], name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+class SessionLimit:
+    """
+    Caps the live sessions of the SDK's Streamable HTTP session manager.
+
+    An ASGI application in front of C{manager.handle_request}.  While
+    C{max_sessions} sessions are open, a request that would open another
+    one first closes the session idle for longest (no request in flight,
+    no open event stream); only when every session is busy is it refused,
+    with HTTP 503 and a JSON-RPC error.  Requests of the stateless
+    2026-07-28 era open no session and are never limited.
+
+    It reads which sessions are live from the manager, and closes one the
+    way the manager does itself (C{_server_instances}, C{_discard_session}:
+    pinned by the tests to the SDK version in use).
+    """
+
+    def __init__(self, manager: Any, max_sessions: int) -> None:
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self._manager = manager
+        self.max_sessions = max_sessions
+        self._busy: dict[str, int] = {}  # session id: requests in flight
+        self._last_used: dict[str, int] = {}  # session id: when its last request ended
+        self._clock = itertools.count()
+        self._opening = 0  # requests that may be registering a session right now
+
+    @property
+    def _live(self) -> dict[str, Any]:
+        live: dict[str, Any] = self._manager._server_instances
+        return live
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[..., Any],
+    ) -> None:
+        session_id = _header(scope, b"mcp-session-id")
+        if session_id is not None:
+            if session_id not in self._live:
+                await self._manager.handle_request(scope, receive, send)
+                return
+            self._hold(session_id)
+            try:
+                await self._manager.handle_request(scope, receive, send)
+            finally:
+                self._release(session_id)
+            return
+        if not self._may_open_session(scope):
+            await self._manager.handle_request(scope, receive, send)
+            return
+        if not await self._make_room():
+            log.warn(
+                "Refused a new MCP session: {count} sessions are open and none is idle",
+                count=len(self._live),
+            )
+            await _refuse_session(send, self.max_sessions)
+            return
+        self._opening += 1
+        opened: list[str] = []
+
+        async def watch(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start" and not opened:
+                self._opening -= 1
+                opened.append("")
+                for key, value in message.get("headers", ()):
+                    if bytes(key).lower() == b"mcp-session-id":
+                        opened[0] = bytes(value).decode("latin-1")
+                        self._hold(opened[0])
+            await send(message)
+
+        try:
+            await self._manager.handle_request(scope, receive, watch)
+        finally:
+            if not opened:
+                self._opening -= 1
+            elif opened[0]:
+                self._release(opened[0])
+
+    def _may_open_session(self, scope: MutableMapping[str, Any]) -> bool:
+        if getattr(self._manager, "stateless", False):
+            return False
+        version = _header(scope, b"mcp-protocol-version")
+        return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+    def _hold(self, session_id: str) -> None:
+        self._busy[session_id] = self._busy.get(session_id, 0) + 1
+
+    def _release(self, session_id: str) -> None:
+        left = self._busy.get(session_id, 1) - 1
+        if left > 0:
+            self._busy[session_id] = left
+        else:
+            self._busy.pop(session_id, None)
+        if session_id in self._live:
+            self._last_used[session_id] = next(self._clock)
+        else:
+            self._last_used.pop(session_id, None)
+
+    async def _make_room(self) -> bool:
+        """Close idle sessions until one more fits; false if none could be closed."""
+        while len(self._live) + self._opening >= self.max_sessions:
+            live = self._live
+            for gone in [s for s in self._last_used if s not in live]:
+                del self._last_used[gone]
+            idle = [s for s in live if not self._busy.get(s)]
+            if not idle:
+                return False
+            oldest = min(idle, key=lambda s: self._last_used.get(s, -1))
+            log.info(
+                "Closing the MCP session idle for longest to make room for a new one "
+                "({count} open, the limit is {limit})",
+                count=len(live),
+                limit=self.max_sessions,
+            )
+            self._last_used.pop(oldest, None)
+            # Forgets the session at once, then ends its streams.
+            await self._manager._discard_session(oldest, live[oldest])
+        return True
+
+
+async def _refuse_session(send: Callable[..., Any], limit: int) -> None:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32603,
+                "message": f"Too many MCP sessions: all {limit} are busy, none idle to close. "
+                "Try again later, or end sessions you no longer use (HTTP DELETE).",
+            },
+        },
+        separators=(",", ":"),
+    ).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+                (b"retry-after", b"10"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 class LifespanService(Service):
@@ -476,6 +916,8 @@ def mcp_resource(
     *,
     security: TransportSecuritySettings | None = None,
     max_body_size: int = MAX_BODY_SIZE,
+    max_sessions: int | None = MAX_SESSIONS,
+    session_idle_seconds: float | None = SESSION_IDLE_SECONDS,
 ) -> ASGIResource:
     """
     The Streamable HTTP endpoint of C{server}, as a resource to mount anywhere.
@@ -485,10 +927,20 @@ def mcp_resource(
 
     @param security: The accepted C{Host}/C{Origin} values; by default
         loopback names on any port (see L{transport_security}).
+    @param max_sessions: How many sessions may be open at once (see
+        L{SessionLimit}); C{None} for no limit.
+    @param session_idle_seconds: How long a session may go without a
+        request before it is closed; C{None} to keep it until the client
+        ends it.
     """
     server.streamable_http_app(
         transport_security=security if security is not None else transport_security(),
         max_request_body_size=max_body_size,
+        session_idle_timeout=session_idle_seconds,
+        max_sessions=None,  # SessionLimit decides, closing idle sessions first
     )
     manager = server.session_manager
-    return ASGIResource(manager.handle_request, manager.run, max_body_size=max_body_size)
+    app: ASGIApp = manager.handle_request
+    if max_sessions is not None:
+        app = SessionLimit(manager, max_sessions)
+    return ASGIResource(app, manager.run, max_body_size=max_body_size)

@@ -463,3 +463,357 @@ def open_event_stream(port: int) -> Any:
     assert head.startswith(b"HTTP/1.1 200"), head
     stream.close()  # the file keeps the socket open
     return reader
+
+
+# --- SIGTERM with a call in flight -----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def silent_gopher_server() -> Iterator[tuple[int, list[Any]]]:
+    """
+    A loopback port that accepts connections and never answers (a fetch to it
+    hangs): yields the port and the connections it holds.
+    """
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind((LOOPBACK, 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                held.append(listener.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield int(listener.getsockname()[1]), held
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()
+
+
+def start_call(daemon: Daemon, url: str, era: str) -> tuple[Any, list[Any]]:
+    """Start a gopher_fetch of C{url} in a thread; return the thread and where its answer lands."""
+    import threading
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    call: dict[str, Any] = {
+        "jsonrpc": "2.0",
+        "id": 77,
+        "method": "tools/call",
+        "params": {"name": "gopher_fetch", "arguments": {"url": url, "refresh": True}},
+    }
+    if era == "legacy":
+        connection = http.client.HTTPConnection(LOOPBACK, daemon.port, timeout=10)
+        connection.request(
+            "POST",
+            "/mcp",
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "1"},
+                    },
+                }
+            ),
+            headers=headers,
+        )
+        response = connection.getresponse()
+        response.read()
+        headers.update(
+            {
+                "Mcp-Session-Id": str(response.getheader("Mcp-Session-Id")),
+                "MCP-Protocol-Version": "2025-11-25",
+            }
+        )
+        connection.close()
+    else:
+        headers.update(
+            {"MCP-Protocol-Version": era, "Mcp-Method": "tools/call", "Mcp-Name": "gopher_fetch"}
+        )
+        call["params"]["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    answers: list[Any] = []
+
+    def run_call() -> None:
+        connection = http.client.HTTPConnection(LOOPBACK, daemon.port, timeout=STOP_DEADLINE)
+        try:
+            connection.request("POST", "/mcp", json.dumps(call), headers=headers)
+            response = connection.getresponse()
+            answers.append((response.status, response.read()))
+        except OSError as error:
+            answers.append(error)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run_call, daemon=True)
+    thread.start()
+    return thread, answers
+
+
+def rpc_message(body: bytes) -> dict[str, Any]:
+    """The JSON-RPC message of a JSON or event-stream answer."""
+    text = body.decode("utf-8")
+    if text.lstrip().startswith("{"):
+        return dict(json.loads(text))
+    data = [line[len("data: ") :] for line in text.splitlines() if line.startswith("data: ")]
+    assert data, text
+    return dict(json.loads(data[-1]))
+
+
+def wait_until(condition: Any) -> None:
+    deadline = time.monotonic() + START_DEADLINE
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_sigterm_answers_a_call_that_outlives_the_drain(tmp_path: Path, era: str) -> None:
+    """A call still running when the drain period ends gets a JSON-RPC error, logged at warn."""
+    env = daemon_env(tmp_path, GOPHERGEM_HTTP_DRAIN_SECONDS="1", GOPHER_TIMEOUT_SECONDS="60")
+    with silent_gopher_server() as (gopher_port, held), running(http_daemon_argv, env) as daemon:
+        thread, answers = start_call(daemon, f"gopher://{LOOPBACK}:{gopher_port}/", era)
+        wait_until(lambda: held)  # the call is in flight, waiting on the silent server
+        daemon.stop()
+        thread.join(STOP_DEADLINE)
+        output = daemon.output()
+    assert answers and not isinstance(answers[0], Exception), (answers, output)
+    status, body = answers[0]
+    assert status == 200
+    message = rpc_message(body)
+    assert message["id"] == 77
+    assert "shutting down" in message["error"]["message"]
+    assert "#warn] Shutting down: cancelled POST /mcp" in output
+    assert "Traceback" not in output and "#critical]" not in output
+
+
+def test_sigterm_lets_a_call_finish_within_the_drain(tmp_path: Path) -> None:
+    """A call that ends within the drain period (here by its own timeout) gets its real answer."""
+    env = daemon_env(tmp_path, GOPHER_TIMEOUT_SECONDS="2")
+    with silent_gopher_server() as (gopher_port, held), running(http_daemon_argv, env) as daemon:
+        thread, answers = start_call(daemon, f"gopher://{LOOPBACK}:{gopher_port}/", "legacy")
+        wait_until(lambda: held)
+        daemon.stop()
+        thread.join(STOP_DEADLINE)
+        output = daemon.output()
+    _, body = answers[0]
+    message = rpc_message(body)
+    assert message["id"] == 77 and "result" in message, message
+    assert message["result"]["isError"] is True
+    assert "TIMEOUT" in json.dumps(message["result"])
+    assert "Traceback" not in output and "#critical]" not in output
+
+
+# --- user errors under twistd: one line, status 2 ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gophergem", "--bogus"],
+        ["gophergem", "--transport", "http", "--endpoint", "nowhere"],
+        ["gophergem", "--gopher-timeout-seconds", "soon"],
+    ],
+)
+def test_twistd_bad_option_is_one_line(argv: list[str], tmp_path: Path) -> None:
+    """twistd gophergem with a bad option prints one line (no usage page, no traceback)."""
+    result = subprocess.run(
+        [*TWISTD, "-n", "--pidfile=", *argv],
+        env=daemon_env(tmp_path),
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=START_DEADLINE,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("twistd gophergem: ")
+
+
+def test_port_in_use_is_one_line(tmp_path: Path) -> None:
+    """twistd and the .tac, given a port already in use, print one line and exit with 2."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen(1)
+        endpoint = f"tcp:{taken.getsockname()[1]}:interface={LOOPBACK}"
+        runs = [
+            (
+                [
+                    *TWISTD,
+                    "-n",
+                    "--pidfile=",
+                    "gophergem",
+                    "--transport",
+                    "http",
+                    "--endpoint",
+                    endpoint,
+                ],
+                {},
+            ),
+            (
+                [*TWISTD, "-ny", str(REPO_ROOT / "tac" / "gophergem.tac"), "--pidfile="],
+                {"GOPHERGEM_ENDPOINT": endpoint},
+            ),
+        ]
+        for argv, extra in runs:
+            result = subprocess.run(
+                argv,
+                env=daemon_env(tmp_path, **extra),
+                cwd=str(tmp_path),
+                capture_output=True,
+                text=True,
+                timeout=START_DEADLINE,
+            )
+            assert result.returncode == 2, result
+            assert "Traceback" not in result.stdout + result.stderr
+            assert f"gophergem: cannot listen on {endpoint}: Address already in use\n" in (
+                result.stderr
+            )
+
+
+def test_tac_unwritable_log_file_is_one_line(tmp_path: Path) -> None:
+    """The .tac with an unwritable GOPHERGEM_LOG_FILE says so in one line."""
+    result = subprocess.run(
+        [*TWISTD, "-ny", str(REPO_ROOT / "tac" / "gophergem.tac"), "--pidfile="],
+        env=daemon_env(tmp_path, GOPHERGEM_LOG_FILE=str(tmp_path / "no" / "such.log")),
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=START_DEADLINE,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith("cannot write to it (No such file or directory).")
+    assert "Traceback" not in result.stderr
+
+
+# --- twistd's logging follows --gophergem-log-* ----------------------------------------------
+
+
+@pytest.mark.parametrize(("level", "seen"), [("INFO", True), ("ERROR", False)])
+def test_twistd_log_options_apply(tmp_path: Path, level: str, seen: bool) -> None:
+    """--gophergem-log-file gets twistd's log, filtered at --gophergem-log-level."""
+    log_file = tmp_path / "gophergem.log"
+
+    def argv(port: int) -> list[str]:
+        return [
+            *http_daemon_argv(port),
+            "--gophergem-log-file",
+            str(log_file),
+            "--gophergem-log-level",
+            level,
+        ]
+
+    with running(argv, daemon_env(tmp_path)) as daemon:
+        assert daemon.stop() in (0, -signal.SIGTERM)
+        stdout = daemon.output()
+    text = log_file.read_text(encoding="utf-8")
+    assert ("MCP endpoint serving" in text) is seen
+    assert ("Server Shut Down." in text) is seen
+    assert "MCP endpoint serving" not in stdout
+    assert "Traceback" not in text + stdout
+
+
+# --- the listen backlog and Unix sockets ------------------------------------------------------
+
+
+def test_burst_of_connections(daemon: Daemon) -> None:
+    """The port's backlog holds 3,000 connects in a burst; every one is accepted."""
+    import socket
+
+    listen_line = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{daemon.port}"], capture_output=True, text=True, check=False
+    ).stdout.split()
+    if listen_line:
+        with open("/proc/sys/net/core/somaxconn") as limit:
+            assert int(listen_line[2]) >= min(3000, int(limit.read()))
+    sockets = []
+    try:
+        for _ in range(3000):
+            sockets.append(socket.create_connection((LOOPBACK, daemon.port), timeout=10))
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert len(sockets) == 3000
+    assert http_get(daemon.port, "/health").status == 200
+
+
+def test_unix_socket_takes_host_localhost(tmp_path: Path) -> None:
+    """Over a unix: endpoint, Host: localhost (curl --unix-socket) reaches /health and /mcp."""
+    import socket
+
+    path = tmp_path / "gophergem.sock"
+    process = subprocess.Popen(
+        [
+            *TWISTD,
+            "-n",
+            "--pidfile=",
+            "gophergem",
+            "--transport",
+            "http",
+            "--endpoint",
+            f"unix:{path}",
+        ],
+        env=daemon_env(tmp_path),
+        cwd=str(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def ask(raw: bytes) -> bytes:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(10)
+            sock.connect(str(path))
+            sock.sendall(raw)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            return data
+
+    try:
+        deadline = time.monotonic() + START_DEADLINE
+        while not path.exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.05)
+        health = ask(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        assert health.startswith(b"HTTP/1.1 200 "), health
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "curl", "version": "1"},
+                },
+            }
+        ).encode()
+        initialize = ask(
+            b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        assert initialize.startswith(b"HTTP/1.1 200 "), initialize
+        evil = ask(b"GET /health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+        assert evil.startswith(b"HTTP/1.1 421 "), evil
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=STOP_DEADLINE)
