@@ -13,9 +13,20 @@ from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gophergem.results import FetchResult, GeminiResult
+    from gophergem.tls import PresentedCertificate
     from gophergem.trust import Identity, Pin
 
-__all__ = ["IAddressPolicy", "IIdentityStore", "IPinStore", "IResolver", "IResponseCache"]
+__all__ = [
+    "IAddressPolicy",
+    "IFetcher",
+    "IIdentityStore",
+    "IPinStore",
+    "IResolver",
+    "IResponseCache",
+]
 
 
 class IResolver(Interface):
@@ -112,3 +123,45 @@ class IIdentityStore(Interface):
 
     def credentials(identity: object) -> tuple[bytes, bytes]:
         """Return C{(certificate_pem, private_key_pem)} for C{identity}."""
+
+
+class IFetcher(Interface):
+    """
+    The one fetch pipeline: what the MCP tools, the CLI and a library user
+    call.  Every fetch applies the same policy (SSRF, allowlists, robots.txt,
+    pacing, one deadline, caps, sanitising) and its Deferred always fires
+    with a result value, never fails; only a refused batch fails as a whole.
+    """
+
+    clock = Attribute("The IReactorTime that deadlines, timestamps and caches read.")
+    pins = Attribute("The IPinStore Gemini trust on first use keeps, or None when TOFU is off.")
+    identities = Attribute(
+        "The IIdentityStore of Gemini client identities, or None when they are off."
+    )
+    gemini_enabled = Attribute("Whether this fetcher fetches gemini:// URLs at all.")
+
+    def gopher(
+        url: str, *, search: str | None = None, offset: int = 0, refresh: bool = False
+    ) -> Deferred[FetchResult]:
+        """Fetch one gopher:// URL; C{offset} counts items (menus) or characters."""
+
+    def gopher_batch(urls: Sequence[str], *, refresh: bool = False) -> Deferred[list[FetchResult]]:
+        """
+        Fetch 1 to 50 gopher:// URLs, results in input order; a batch of
+        another size fails with L{gophergem.errors.InvalidRequest}.
+        """
+
+    def gemini(
+        url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
+    ) -> Deferred[GeminiResult]:
+        """Fetch one gemini:// URL; C{input} answers a 10/11 prompt."""
+
+    def gemini_batch(urls: Sequence[str], *, refresh: bool = False) -> Deferred[list[GeminiResult]]:
+        """Fetch 1 to 50 gemini:// URLs; see L{gopher_batch}."""
+
+    def trust_presented(host: str, port: int, presented: PresentedCertificate) -> Pin:
+        """
+        Pin the certificate C{host}:C{port} presented, replacing its pin.
+        Only for the user's explicit consent (an elicitation answer), never
+        on the say-so of a model or a page.
+        """

@@ -514,3 +514,14 @@ def test_caller_cancel_is_not_a_deadline(net: MemoryNetwork) -> None:
     d.cancel()
     net.flush()
     assert box and not isinstance(box[0], TextResult), box
+
+
+def test_fetcher_provides_ifetcher(net: MemoryNetwork) -> None:
+    """The Fetcher is an IFetcher: the seam the tools, the CLI and a library user call."""
+    from zope.interface.verify import verifyObject
+
+    from gophergem.interfaces import IFetcher
+
+    fetcher = net.fetcher()
+    assert verifyObject(IFetcher, fetcher)
+    assert fetcher.gemini_enabled in (True, False)

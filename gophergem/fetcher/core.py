@@ -17,6 +17,7 @@ import attrs
 from twisted.internet.defer import CancelledError, Deferred, gatherResults
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from gophergem.client.connect import Connector
 from gophergem.client.gopher import GopherClientFactory, RawResponse
@@ -39,7 +40,7 @@ from gophergem.fetcher.common import (
     within_deadline,
 )
 from gophergem.fetcher.gemini import GeminiPipeline
-from gophergem.interfaces import IResponseCache
+from gophergem.interfaces import IFetcher, IIdentityStore, IPinStore, IResponseCache
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer
 from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
@@ -54,6 +55,8 @@ from gophergem.results import (
     Window,
     iso_utc,
 )
+from gophergem.tls import PresentedCertificate
+from gophergem.trust import Pin
 from gophergem.url import GopherURL, safe_echo
 from gophergem.wire import gopher as wire
 from gophergem.wire.robots import MAX_ROBOTS_BYTES, gopher_robot_paths
@@ -100,6 +103,7 @@ class _Download:
         return SMALL_WEIGHT
 
 
+@implementer(IFetcher)
 @attrs.define
 class Fetcher:
     """
@@ -132,6 +136,27 @@ class Fetcher:
             self._robots = RobotsGate.for_gopher(self.clock, self._fetch_robots, config)
 
     # --- public API -------------------------------------------------------
+
+    @property
+    def pins(self) -> IPinStore | None:
+        """The TOFU pin store, or C{None} (TOFU off, or no Gemini)."""
+        return self.gemini_pipeline.pins if self.gemini_pipeline is not None else None
+
+    @property
+    def identities(self) -> IIdentityStore | None:
+        """The client identity store, or C{None} (identities off, or no Gemini)."""
+        return self.gemini_pipeline.identities if self.gemini_pipeline is not None else None
+
+    @property
+    def gemini_enabled(self) -> bool:
+        """Whether gemini:// URLs are fetched."""
+        return self.gemini_pipeline is not None
+
+    def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
+        """Re-pin C{host}:C{port} to what it presented: on the user's explicit consent only."""
+        if self.gemini_pipeline is None:
+            raise RuntimeError("this fetcher was built without Gemini support")
+        return self.gemini_pipeline.trust_presented(host, port, presented)
 
     def gopher(
         self,

@@ -207,8 +207,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     """Register the six Gemini tools on C{server}, bound to C{fetcher}."""
     from gophergem.mcp.server import tool_result
 
-    pipeline = fetcher.gemini_pipeline
-    assert pipeline is not None, "the fetcher was built without Gemini"
+    assert fetcher.gemini_enabled, "the fetcher was built without Gemini"
     clock = fetcher.clock
 
     # --- gemini_fetch, with the user asked before trusting a new key ------------
@@ -265,7 +264,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         if isinstance(result, FetchFailure) and isinstance(result.error, CertificateChanged):
             error = result.error
             if _confirmed(consent) and error.presented is not None:
-                pipeline.trust_presented(
+                fetcher.trust_presented(
                     result.request_info.host, result.request_info.port, error.presented
                 )
                 result = await wait_for(
@@ -308,7 +307,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     ) -> Annotated[CallToolResult, TrustListResult]:
         """List pins."""
         try:
-            pins = ops.list_pins(pipeline.pins, host)
+            pins = ops.list_pins(fetcher.pins, host)
         except GophergemError as error:
             return _tool_error(error)
         now = clock.seconds()
@@ -319,7 +318,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         if action != "pin":
             return None
         try:
-            return ops.pin_in_the_way(pipeline.pins, host, port, fingerprint)
+            return ops.pin_in_the_way(fetcher.pins, host, port, fingerprint)
         except GophergemError:
             return None  # the tool reports why
 
@@ -335,7 +334,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
             return None
         try:
             if action == "remove":
-                ops.pin_to_remove(pipeline.pins, host, port, fingerprint)
+                ops.pin_to_remove(fetcher.pins, host, port, fingerprint)
             else:
                 ops.check_host(host, port)
         except GophergemError:
@@ -383,13 +382,13 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
             return _tool_error(UserDeclined(message="The user declined; nothing was changed."))
         try:
             if action == "remove":
-                pin = ops.remove_pin(pipeline.pins, host, port, fingerprint)
+                pin = ops.remove_pin(fetcher.pins, host, port, fingerprint)
             else:
                 # Only the user's yes to replacing exactly this pin replaces it;
                 # without it the operation refuses with PIN_EXISTS.
                 agreed = in_the_way.fingerprint if in_the_way and _confirmed(consent) else None
                 pin = ops.pin_fingerprint(
-                    pipeline.pins, host, port, fingerprint, clock.seconds(), replacing=agreed
+                    fetcher.pins, host, port, fingerprint, clock.seconds(), replacing=agreed
                 )
         except GophergemError as error:
             return _tool_error(error)
@@ -416,7 +415,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
     ) -> Annotated[CallToolResult, ClientCertListResult]:
         """List identities."""
         try:
-            identities = ops.list_identities(pipeline.identities, host)
+            identities = ops.list_identities(fetcher.identities, host)
         except GophergemError as error:
             return _tool_error(error)
         now = clock.seconds()
@@ -434,7 +433,7 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
             return None
         if action == "remove":
             try:
-                ops.identity_to_remove(pipeline.identities, url, fingerprint)
+                ops.identity_to_remove(fetcher.identities, url, fingerprint)
             except GophergemError:
                 return None  # the tool reports why; never ask about what cannot happen
         if action == "create":
@@ -466,9 +465,9 @@ def add_gemini_tools(server: MCPServer[Any], fetcher: Fetcher) -> None:
         now = clock.seconds()
         try:
             if action == "create":
-                identity = ops.create_identity(pipeline.identities, url, now)
+                identity = ops.create_identity(fetcher.identities, url, now)
             else:
-                identity = ops.remove_identity(pipeline.identities, url, fingerprint)
+                identity = ops.remove_identity(fetcher.identities, url, fingerprint)
         except GophergemError as error:
             return _tool_error(error)
         return tool_result(

@@ -186,7 +186,7 @@ def build_server(fetcher: Fetcher, *, name: str = "gophergem") -> GophergemServe
         """Fetch a batch of Gopher URLs through the shared fetcher."""
         return await batch_result(lambda: fetcher.gopher_batch(urls, refresh=refresh))
 
-    if fetcher.gemini_pipeline is not None:
+    if fetcher.gemini_enabled:
         from gophergem.mcp.gemini_tools import add_gemini_tools
 
         add_gemini_tools(server, fetcher)
