@@ -190,7 +190,7 @@ def test_overlong_line_rejected_and_session_goes_on() -> None:
 class _HeldFetcher:
     """A fetcher whose every Gopher fetch waits until the test answers it."""
 
-    gemini_pipeline = None
+    gemini_enabled = False
 
     def __init__(self) -> None:
         self.pending: list[Deferred[Any]] = []
