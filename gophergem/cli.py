@@ -431,6 +431,12 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     data = payload(result)
     status = 1 if data["kind"] == "error" else 0
     as_json = args.json or not sys.stdout.isatty()
+    if status and data["error"]["code"] == "INVALID_REQUEST":
+        # The request itself is wrong (a bad URL, an unknown scheme): a usage
+        # error, one line and status 2; programs still get the payload.
+        status = 2
+        if not as_json:
+            return _fail(f"INVALID_REQUEST: {data['error']['message']}", 2)
     try:
         print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else render(data))
         sys.stdout.flush()  # a reader gone (| head) shows here, not at exit

@@ -84,11 +84,14 @@ def assert_one_line(stderr: str) -> None:
     ],
 )
 def test_fetch_refused_before_io(url: str, code: str, environ: dict[str, str]) -> None:
-    """A fetch refused before any I/O is its error payload and one line, status 1."""
+    """
+    A fetch refused before any I/O is its error payload and one line: status 1
+    for a refusal, 2 for a request that is wrong in itself (INVALID_REQUEST).
+    """
     import json
 
     done = gophergem(["fetch", url], environ)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == (2 if code == "INVALID_REQUEST" else 1), done.stderr
     assert_one_line(done.stderr)
     assert json.loads(done.stdout)["error"]["code"] == code
     assert code in done.stderr
