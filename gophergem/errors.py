@@ -11,9 +11,12 @@ C{meta} so that it can never be mistaken for our advice.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
+
+if TYPE_CHECKING:
+    from gophergem.trust.decision import PresentedCertificate
 
 __all__ = [
     "BlockedByRobots",
@@ -29,6 +32,7 @@ __all__ = [
     "ContentFiltered",
     "DNSError",
     "FetchError",
+    "FetchTimeout",
     "FingerprintMismatch",
     "GophergemError",
     "InvalidRedirect",
@@ -42,7 +46,6 @@ __all__ = [
     "SlowDown",
     "TLSError",
     "TemporaryError",
-    "TimeoutError",
     "TofuDisabled",
     "UserDeclined",
 ]
@@ -104,36 +107,6 @@ class BlockedError(GophergemError):
     code = "BLOCKED"
 
 
-class DNSError(GophergemError):
-    """The host name did not resolve."""
-
-    code = "DNS_ERROR"
-
-
-class ConnectionFailed(GophergemError):
-    """No connection could be made, or it broke before a response arrived."""
-
-    code = "CONNECTION_FAILED"
-
-
-class TimeoutError(GophergemError):
-    """The fetch did not finish within its deadline."""
-
-    code = "TIMEOUT"
-
-
-class ProtocolError(GophergemError):
-    """The server answered with something the protocol does not allow."""
-
-    code = "PROTOCOL_ERROR"
-
-
-class FetchError(GophergemError):
-    """Anything else that went wrong on the wire."""
-
-    code = "FETCH_ERROR"
-
-
 class BlockedByRobots(GophergemError):
     """The host's robots.txt excludes this path for us."""
 
@@ -146,10 +119,43 @@ class RobotsUnavailable(GophergemError):
     code = "ROBOTS_UNAVAILABLE"
 
 
+class DNSError(GophergemError):
+    """The host name did not resolve."""
+
+    code = "DNS_ERROR"
+
+
+class ConnectionFailed(GophergemError):
+    """No connection could be made, or it broke before a response arrived."""
+
+    code = "CONNECTION_FAILED"
+
+
+class FetchTimeout(GophergemError):
+    """
+    The fetch did not finish within its deadline.  (Named so as not to
+    shadow the builtin C{TimeoutError}.)
+    """
+
+    code = "TIMEOUT"
+
+
 class TLSError(GophergemError):
     """The TLS handshake or session failed."""
 
     code = "TLS_ERROR"
+
+
+class ProtocolError(GophergemError):
+    """The server answered with something the protocol does not allow."""
+
+    code = "PROTOCOL_ERROR"
+
+
+class FetchError(GophergemError):
+    """Anything else that went wrong on the wire."""
+
+    code = "FETCH_ERROR"
 
 
 class ContentFiltered(GophergemError):
@@ -205,8 +211,8 @@ class CertificateChanged(GophergemError):
     presented_fingerprint: str | None = None
     pinned_expires: str | None = None
     pinned_expired: bool | None = None
-    #: The L{gophergem.tls.PresentedCertificate}, for re-pinning on the user's word.
-    presented: Any = attrs.field(default=None, eq=False, repr=False)
+    #: The certificate presented, for re-pinning on the user's word.
+    presented: PresentedCertificate | None = attrs.field(default=None, eq=False, repr=False)
 
     def fields(self) -> dict[str, Any]:
         out = super().fields()
@@ -252,28 +258,6 @@ class CertificateExists(GophergemError):
     code = "CERTIFICATE_EXISTS"
 
 
-@attrs.define(auto_exc=True, kw_only=True)
-class PinExists(GophergemError):
-    """
-    The host already has a pin for another certificate; nothing changed.
-
-    A pin is replaced only on the user's say-so, or after the current one
-    was removed by naming its fingerprint.
-
-    @ivar pinned_fingerprint: The fingerprint pinned now.
-    """
-
-    code: ClassVar[str] = "PIN_EXISTS"
-
-    pinned_fingerprint: str | None = None
-
-    def fields(self) -> dict[str, Any]:
-        out = super().fields()
-        if self.pinned_fingerprint is not None:
-            out["pinned_fingerprint"] = self.pinned_fingerprint
-        return out
-
-
 class FingerprintMismatch(GophergemError):
     """The fingerprint given does not match the stored one; nothing changed."""
 
@@ -296,3 +280,25 @@ class ClientCertsDisabled(GophergemError):
     """Client identities are switched off."""
 
     code = "CLIENT_CERTS_DISABLED"
+
+
+@attrs.define(auto_exc=True, kw_only=True)
+class PinExists(GophergemError):
+    """
+    The host already has a pin for another certificate; nothing changed.
+
+    A pin is replaced only on the user's say-so, or after the current one
+    was removed by naming its fingerprint.
+
+    @ivar pinned_fingerprint: The fingerprint pinned now.
+    """
+
+    code: ClassVar[str] = "PIN_EXISTS"
+
+    pinned_fingerprint: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        out = super().fields()
+        if self.pinned_fingerprint is not None:
+            out["pinned_fingerprint"] = self.pinned_fingerprint
+        return out

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_testing -*-
+# -*- test-case-name: tests.test_interfaces -*-
 """
 Every zope Interface of gophergem: the seams where a real provider and a
 memory provider (in L{gophergem.testing}) can be swapped.
@@ -6,7 +6,6 @@ memory provider (in L{gophergem.testing}) can be swapped.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv6Address
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
@@ -15,9 +14,10 @@ from zope.interface import Attribute, Interface
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from gophergem.policy.addresses import IPAddress
     from gophergem.results import FetchResult, GeminiResult
-    from gophergem.tls import PresentedCertificate
     from gophergem.trust import Identity, Pin
+    from gophergem.trust.decision import PresentedCertificate
 
 __all__ = [
     "IAddressPolicy",
@@ -32,7 +32,7 @@ __all__ = [
 class IResolver(Interface):
     """Turns a host name into the addresses it names."""
 
-    def resolve(host: str) -> Deferred[list[IPv4Address | IPv6Address]]:
+    def resolve(host: str) -> Deferred[list[IPAddress]]:
         """
         Look C{host} up.
 
@@ -44,7 +44,7 @@ class IResolver(Interface):
 class IAddressPolicy(Interface):
     """Decides which resolved addresses may be dialled (SSRF protection)."""
 
-    def permits(address: IPv4Address | IPv6Address) -> bool:
+    def permits(address: IPAddress) -> bool:
         """Return whether a connection to C{address} is allowed."""
 
 
@@ -76,10 +76,10 @@ class IPinStore(Interface):
     def get(host: str, port: int) -> Pin | None:
         """Return the L{gophergem.trust.Pin} for C{host}:C{port}, or C{None}."""
 
-    def put(pin: object) -> None:
+    def put(pin: Pin) -> None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}, durably."""
 
-    def put_new(pin: object) -> Pin | None:
+    def put_new(pin: Pin) -> Pin | None:
         """
         Store C{pin} only if C{pin.host}:C{pin.port} has no pin yet, in one
         step (no other process can pin that host in between).  Return
@@ -89,7 +89,7 @@ class IPinStore(Interface):
     def remove(host: str, port: int) -> bool:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
 
-    def all(host: str | None = None) -> list[object]:
+    def all(host: str | None = None) -> list[Pin]:
         """Every pin (for C{host} only, when given), sorted by host then port."""
 
 
@@ -107,7 +107,7 @@ class IIdentityStore(Interface):
         the one with the longest path prefix when several do, or C{None}.
         """
 
-    def create(host: str, port: int, path: str, now: float) -> object:
+    def create(host: str, port: int, path: str, now: float) -> Identity:
         """
         Mint a key and a self-signed certificate for the scope and store them.
 
@@ -118,10 +118,10 @@ class IIdentityStore(Interface):
     def remove(host: str, port: int, path: str) -> bool:
         """Delete the identity of exactly that scope; return whether one existed."""
 
-    def all(host: str | None = None) -> list[object]:
+    def all(host: str | None = None) -> list[Identity]:
         """Every identity (for C{host} only, when given)."""
 
-    def credentials(identity: object) -> tuple[bytes, bytes]:
+    def credentials(identity: Identity) -> tuple[bytes, bytes]:
         """Return C{(certificate_pem, private_key_pem)} for C{identity}."""
 
 
@@ -147,8 +147,9 @@ class IFetcher(Interface):
 
     def gopher_batch(urls: Sequence[str], *, refresh: bool = False) -> Deferred[list[FetchResult]]:
         """
-        Fetch 1 to 50 gopher:// URLs, results in input order; a batch of
-        another size fails with L{gophergem.errors.InvalidRequest}.
+        Fetch 1 to 50 gopher:// URLs, results in input order; for a batch of
+        another size the Deferred fails with L{gophergem.errors.InvalidRequest}
+        (nothing is raised on the call).
         """
 
     def gemini(

@@ -3,28 +3,38 @@
 The values a fetch produces: frozen, protocol-level, and free of MCP.
 
 L{gophergem.fetcher.Fetcher} returns one of these for every call, failures
-included (L{FetchFailure}); L{gophergem.mcp.results} turns them into MCP
+included (L{FetchFailure}); L{gophergem.mcp.payloads} turns them into MCP
 payloads and the CLI prints them.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import attrs
 
 from gophergem.errors import GophergemError
+from gophergem.wire.gemini import MimeType
+from gophergem.wire.gemtext import FeedEntry, GemtextLine, Link
 from gophergem.wire.gopher import MenuItem
 
 __all__ = [
     "INCOMPLETE_REASONS",
     "BinaryResult",
     "CacheInfo",
+    "CertificateResult",
     "FetchFailure",
     "FetchResult",
+    "GeminiBinaryResult",
+    "GeminiRequestInfo",
+    "GeminiResult",
+    "GemtextResult",
+    "InputResult",
     "MenuResult",
+    "PartialLineResult",
+    "RedirectResult",
     "RequestInfo",
+    "SuccessResult",
     "TextResult",
     "Window",
     "iso_utc",
@@ -166,7 +176,7 @@ class BinaryResult(_MaybeIncomplete):
 class FetchFailure:
     """A fetch that failed; C{error} says how."""
 
-    request_info: Any  # RequestInfo or GeminiRequestInfo
+    request_info: RequestInfo | GeminiRequestInfo
     error: GophergemError
 
 
@@ -203,28 +213,13 @@ class GeminiRequestInfo:
 
 
 @attrs.frozen(kw_only=True)
-class Mime:
-    """A parsed MIME type with the parameters Gemini gives meaning to."""
-
-    type: str
-    subtype: str
-    charset: str | None = None
-    lang: str | None = None
-
-    @property
-    def essence(self) -> str:
-        """C{type/subtype}."""
-        return f"{self.type}/{self.subtype}"
-
-
-@attrs.frozen(kw_only=True)
 class GemtextResult(_MaybeIncomplete):
     """A text/gemini page: one window of its parsed lines."""
 
     request_info: GeminiRequestInfo
-    lines: tuple[Any, ...]
-    links: tuple[Any, ...]
-    feed_entries: tuple[Any, ...]
+    lines: tuple[GemtextLine, ...]
+    links: tuple[Link, ...]
+    feed_entries: tuple[FeedEntry, ...]
     size: int
     charset: str
     lang: str | None
@@ -254,7 +249,7 @@ class SuccessResult(_MaybeIncomplete):
 
     request_info: GeminiRequestInfo
     content: str
-    mime: Mime
+    mime: MimeType
     size: int
     window: Window
     cache: CacheInfo

@@ -16,7 +16,7 @@ from twisted.internet.protocol import Protocol
 from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 
-from gophergem.client.gemini import GeminiClientFactory, GeminiClientProtocol, GeminiResponse
+from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
 from gophergem.errors import (
     CertificateStoreUnavailable,
     GophergemError,
@@ -25,7 +25,8 @@ from gophergem.errors import (
     TLSError,
 )
 from gophergem.testing import EPOCH, ServerTLS, make_certificate
-from gophergem.tls import GeminiTLSCreator, decide
+from gophergem.tls import GeminiTLSCreator
+from gophergem.trust.decision import decide
 from gophergem.wire.gemini import ResponseHeader
 from tests.test_tls import tls_loopback
 
@@ -193,13 +194,6 @@ def test_fires_once() -> None:
     assert outcome(protocol.finished).header.status == 51
 
 
-def test_factory_builds_its_one_protocol() -> None:
-    """The factory hands out its single protocol instance and is quiet."""
-    factory = GeminiClientFactory(REQUEST, 10, lambda: None)
-    assert factory.buildProtocol(None) is factory.protocol_instance
-    assert factory.noisy is False
-
-
 # --- over real TLS in memory ---------------------------------------------------------
 
 
@@ -223,13 +217,13 @@ class GeminiServerProbe(Protocol):
 
 def exchange(ending: str) -> tuple[GeminiResponse | Failure, bytes]:
     """Run one request over TLS; end the response as C{ending} says."""
-    factory = GeminiClientFactory(REQUEST, 1000, lambda: None)
+    protocol = GeminiClientProtocol(REQUEST, 1000, lambda: None)
     creator = GeminiTLSCreator(
         "localhost", lambda cert: decide("localhost", 1965, None, cert, EPOCH)
     )
     tls = ServerTLS(*make_certificate(now=EPOCH))
     probe = GeminiServerProbe(ending)
-    client, server, pump = tls_loopback(creator, tls, factory.protocol_instance, probe)
+    client, server, pump = tls_loopback(creator, tls, protocol, probe)
     if ending == "tcp-drop":
         server.transport.transport.loseConnection()  # under TLS: no close_notify
         for _ in range(100):

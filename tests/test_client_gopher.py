@@ -10,12 +10,12 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
-from gophergem.client.gopher import GopherClientFactory, GopherClientProtocol, RawResponse
+from gophergem.client.gopher import GopherClientProtocol, RawResponse
 from gophergem.errors import ConnectionFailed
 
 
 def connected(request: bytes = b"/x\r\n", limit: int = 1024, menu: bool = False):
-    protocol = GopherClientFactory(request, limit, menu).buildProtocol(None)
+    protocol = GopherClientProtocol(request, limit, menu)
     transport = StringTransport()
     protocol.makeConnection(transport)
     return protocol, transport
@@ -110,9 +110,7 @@ class GopherClientProtocolTests(SynchronousTestCase):
 
 def deadline_connected(passed: bool = True, menu: bool = False):
     """A connected protocol told that the deadline has (or has not) passed when cancelled."""
-    protocol = GopherClientFactory(
-        b"/x\r\n", 1024, menu, keep_partial=lambda: passed
-    ).buildProtocol(None)
+    protocol = GopherClientProtocol(b"/x\r\n", 1024, menu, keep_partial=lambda: passed)
     transport = StringTransport()
     protocol.makeConnection(transport)
     return protocol, transport

@@ -19,7 +19,7 @@ from OpenSSL import SSL
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
-from gophergem.mcp.results import GeminiPayload, payload
+from gophergem.mcp.payloads import GeminiPayload, payload
 from gophergem.results import (
     CertificateResult,
     FetchFailure,
@@ -1201,10 +1201,15 @@ def test_batch_in_order() -> None:
 
 @pytest.mark.parametrize("size", [0, 51])
 def test_batch_size_refused(size: int) -> None:
-    """A batch of zero or more than fifty URLs is refused as a whole."""
+    """
+    A batch of zero or more than fifty URLs is refused as a whole: its
+    Deferred fails with InvalidRequest (nothing is raised on the call).
+    """
     net, _ = network()
+    refused = fetcher(net).gemini_batch([URL] * size)
     with pytest.raises(InvalidRequest):
-        fetcher(net).gemini_batch([URL] * size)
+        net.run(refused)
+    assert net.attempts == []
 
 
 # --- partial content: the deadline ----------------------------------------------------

@@ -1,6 +1,6 @@
 """
 Tests for parsing large responses off the reactor thread
-(L{gophergem.fetcher.common.offloader}): which responses go, that a fetch
+(L{gophergem.fetcher._pipeline.offloader}): which responses go, that a fetch
 waits for the parse, that the deadline still holds, and that a real
 reactor's thread pool runs the work.
 """
@@ -16,7 +16,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 from twisted.internet.testing import MemoryReactorClock
 
-from gophergem.fetcher.common import OFFLOAD_BYTES, offloader, run_inline
+from gophergem.fetcher._pipeline import OFFLOAD_BYTES, offloader, run_inline
 from gophergem.results import FetchFailure, GemtextResult, MenuResult, TextResult
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 
@@ -64,7 +64,7 @@ def net() -> MemoryNetwork:
 
 def fetcher_with(net: MemoryNetwork, offload: Any) -> Any:
     fetcher = net.fetcher(gemini={"respect_robots_txt": False, "requests_per_minute": 0})
-    fetcher.offload = offload
+    fetcher.gopher_pipeline.offload = offload
     fetcher.gemini_pipeline.offload = offload
     return fetcher
 
@@ -120,7 +120,7 @@ def test_deadline_holds_while_parsing(net: MemoryNetwork) -> None:
     for _ in range(50):
         net.flush()
     assert len(held.held) == 1
-    net.reactor.advance(fetcher.gopher_config.timeout_seconds)
+    net.reactor.advance(fetcher.gopher_pipeline.config.timeout_seconds)
     assert isinstance(box[0], FetchFailure) and box[0].error.code == "TIMEOUT"
     held.run_all()  # the thread finishing late changes nothing
 

@@ -14,11 +14,11 @@ from gophergem.config import GeminiConfig, GopherConfig
 from gophergem.errors import (
     BlockedByRobots,
     ConnectionFailed,
+    FetchTimeout,
     RobotsUnavailable,
     SlowDown,
     TemporaryError,
 )
-from gophergem.errors import TimeoutError as FetchTimeout
 from gophergem.policy.robots import RobotsGate
 from gophergem.wire.robots import GEMINI_AGENTS, GOPHER_AGENTS, gopher_robot_paths
 

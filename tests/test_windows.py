@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from mcp import Client
 from twisted.internet.testing import MemoryReactorClock
 
-from gophergem.fetcher.budget import cut_text
-from gophergem.mcp.results import payload
+from gophergem.fetcher._budget import cut_text
+from gophergem.mcp.payloads import payload
 from gophergem.mcp.server import build_server
 from gophergem.policy.cache import ResponseCache
 from gophergem.results import GemtextResult, MenuResult, PartialLineResult, TextResult
@@ -167,7 +167,9 @@ def test_cached_menu_weighs_what_it_holds(net: MemoryNetwork, line: bytes) -> No
     finally:
         tracemalloc.stop()
     assert isinstance(result, MenuResult) and result.window.total == len(data) // len(line)
-    ((download, _),) = [fetcher.gopher_cache.get(key) for key in ["gopher://big.example/1"]]
+    ((download, _),) = [
+        fetcher.gopher_pipeline.cache.get(key) for key in ["gopher://big.example/1"]
+    ]
     assert held <= download.weight <= 3 * held, (held, download.weight)
 
 
@@ -181,7 +183,7 @@ def test_menus_of_tiny_lines_cannot_crowd_the_cache(net: MemoryNetwork) -> None:
     small = b"0About\t/about\tbig.example\t70\r\n.\r\n"
     server = net.listen(HOST_IP, 70, FakeGopherServer({b"/tiny": tiny, b"/small": small}))
     fetcher = net.fetcher()
-    fetcher.gopher_cache.max_bytes = 4 * 1024 * 1024
+    fetcher.gopher_pipeline.cache.max_bytes = 4 * 1024 * 1024
     for _ in range(2):
         for selector in ("/tiny", "/small"):
             assert isinstance(

@@ -2,7 +2,9 @@
 """
 The connect pinch point: resolve, vet every address, dial a vetted one.
 
-Every outgoing connection gophergem makes goes through L{Connector.connect}.
+Every outgoing connection gophergem makes goes through L{Connector.connect},
+which takes a URL and a protocol instance and hands the protocol back
+connected (as C{connectProtocol} does); the URL's scheme picks TLS.
 The host is resolved once (or read as an IP literal in any spelling), every
 address is checked against the L{IAddressPolicy}, and the connection goes to
 the vetted address itself, so no second lookup can be rebound to somewhere
@@ -11,8 +13,9 @@ else.  TLS (SNI, trust on first use) keeps the host name.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv6Address, ip_address
-from typing import cast
+from collections.abc import Callable
+from ipaddress import ip_address
+from typing import Any, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet import defer
@@ -21,6 +24,8 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
 from twisted.internet.interfaces import (
     IAddress,
+    IConnector,
+    IDelayedCall,
     IHostnameResolver,
     IHostResolution,
     IOpenSSLClientConnectionCreator,
@@ -29,21 +34,24 @@ from twisted.internet.interfaces import (
     IReactorTCP,
     IReactorTime,
     IResolutionReceiver,
+    IStreamClientEndpoint,
 )
+from twisted.internet.protocol import ClientFactory, Factory
+from twisted.internet.protocol import Protocol as TwistedProtocol
 from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from zope.interface import implementer
 
-from gophergem.errors import BlockedError, ConnectionFailed, DNSError, GophergemError
-from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.errors import BlockedError, ConnectionFailed, DNSError, FetchTimeout, GophergemError
 from gophergem.interfaces import IAddressPolicy, IResolver
-from gophergem.policy.addresses import parse_ip_literal
+from gophergem.policy.addresses import IPAddress, parse_ip_literal
+from gophergem.url import GeminiURL, GopherURL
 
-__all__ = ["Connector", "ReactorResolver"]
+__all__ = ["Connector", "ReactorResolver", "TCPReactor", "reactor_resolver"]
 
 log = Logger()
 
-IPAddress = IPv4Address | IPv6Address
+_P = TypeVar("_P", bound=TwistedProtocol)
 
 
 @implementer(IResolutionReceiver)
@@ -99,17 +107,40 @@ _REFUSED = (
 )
 
 
+class TCPReactor(Protocol):
+    """
+    What the connector needs of a reactor: L{IReactorTCP}'s C{connectTCP}
+    and L{IReactorTime} (connect timeouts, TLS write buffering).  Every
+    real reactor and C{MemoryReactorClock} provide both.
+    """
+
+    def connectTCP(
+        self,
+        host: str,
+        port: int,
+        factory: ClientFactory,
+        timeout: float = 30.0,
+        bindAddress: tuple[str, int] | None = None,
+    ) -> IConnector: ...
+
+    def callLater(
+        self, delay: float, callable: Callable[..., Any], *args: object, **kw: object
+    ) -> IDelayedCall: ...
+
+    def seconds(self) -> float: ...
+
+
 @attrs.frozen
 class Connector:
     """
-    Resolve, vet and dial.
+    Resolve, vet and dial: the one place a URL becomes a connection.
 
-    @ivar reactor: Provides L{IReactorTCP} (and L{IReactorTime} for connect timeouts).
+    @ivar reactor: Provides L{IReactorTCP} and L{IReactorTime}.
     @ivar resolver: Where host names are looked up.
     @ivar policy: Which addresses may be dialled.
     """
 
-    reactor: IReactorTCP
+    reactor: TCPReactor
     resolver: IResolver
     policy: IAddressPolicy
     connect_timeout: float = 30.0
@@ -135,31 +166,66 @@ class Connector:
             )
         return addresses
 
-    async def connect(
+    def endpoint_for(
+        self,
+        url: GopherURL | GeminiURL,
+        tls: IOpenSSLClientConnectionCreator | None = None,
+    ) -> IStreamClientEndpoint:
+        """
+        The endpoint for C{url}'s host and port, through a vetted address
+        (in the manner of C{Agent}'s C{endpointForURI}).
+
+        The scheme picks TLS: a C{gemini://} URL is always dialled over TLS
+        with C{tls} (which then must be given), a C{gopher://} URL never.
+
+        @raise ValueError: When C{tls} does not fit the scheme.
+        """
+        if isinstance(url, GeminiURL) and tls is None:
+            raise ValueError("gemini:// is TLS only: give the connection creator")
+        if isinstance(url, GopherURL) and tls is not None:
+            raise ValueError("gopher:// is plain TCP: no connection creator applies")
+        return _VettedEndpoint(self, url.host, url.port, tls)
+
+    def connect(
+        self,
+        url: GopherURL | GeminiURL,
+        protocol: _P,
+        tls: IOpenSSLClientConnectionCreator | None = None,
+    ) -> Deferred[_P]:
+        """
+        Connect C{protocol} to C{url}'s server (see L{endpoint_for}) and
+        hand it back connected, as C{connectProtocol} does.
+
+        Addresses are tried in order until one accepts.  Cancelling the
+        Deferred stops the attempt (it fails with C{CancelledError}).
+
+        @return: A Deferred firing with C{protocol}, or failing with
+            L{BlockedError}, L{DNSError}, L{ConnectionFailed} or
+            L{FetchTimeout}.
+        """
+        factory = Factory.forProtocol(lambda: protocol)
+        factory.noisy = False  # one factory per connection: no "Starting factory" lines
+        connected = self.endpoint_for(url, tls).connect(factory)
+        return connected.addCallback(lambda _: protocol)
+
+    async def _dial(
         self,
         host: str,
         port: int,
         factory: IProtocolFactory,
-        tls: IOpenSSLClientConnectionCreator | None = None,
+        tls: IOpenSSLClientConnectionCreator | None,
     ) -> IProtocol:
-        """
-        Connect C{factory} to C{host}:C{port} through a vetted address.
-
-        Addresses are tried in order until one accepts.
-
-        @raise GophergemError: L{BlockedError}, L{DNSError},
-            L{ConnectionFailed} or L{FetchTimeout}.
-        """
         addresses = await self.addresses_for(host)
         last: GophergemError = ConnectionFailed(message="No address could be reached.")
         for address in addresses:
             endpoint_type = TCP6ClientEndpoint if address.version == 6 else TCP4ClientEndpoint
-            endpoint = endpoint_type(self.reactor, str(address), port, timeout=self.connect_timeout)
+            tcp = cast(IReactorTCP, self.reactor)  # documented: it provides both
+            endpoint = endpoint_type(tcp, str(address), port, timeout=self.connect_timeout)
             wire_factory = factory
             if tls is not None:
                 # Built here rather than with wrapClientTLS so that TLS's write
                 # buffering runs on our reactor, not the global one.
-                clock = cast(IReactorTime, self.reactor)  # documented: it provides both
+                clock = cast(IReactorTime, self.reactor)
                 wire_factory = TLSMemoryBIOFactory(tls, True, factory, clock=clock)
             try:
                 try:
@@ -181,6 +247,22 @@ class Connector:
             except ierror.ConnectError as exc:
                 last = ConnectionFailed(message=f"Could not connect: {exc.__class__.__name__}.")
         raise last
+
+
+@implementer(IStreamClientEndpoint)
+@attrs.frozen
+class _VettedEndpoint:
+    """C{host}:C{port} through the connector: resolved, vetted, dialled (over C{tls})."""
+
+    connector: Connector
+    host: str
+    port: int
+    tls: IOpenSSLClientConnectionCreator | None
+
+    def connect(self, protocolFactory: IProtocolFactory) -> Deferred[IProtocol]:
+        return Deferred.fromCoroutine(
+            self.connector._dial(self.host, self.port, protocolFactory, self.tls)
+        )
 
 
 def reactor_resolver(reactor: object) -> ReactorResolver:

@@ -25,7 +25,7 @@ from OpenSSL import SSL
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IHandshakeListener, ITCPTransport
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
@@ -36,7 +36,6 @@ from gophergem.wire.gopher import ResponseBuffer
 __all__ = [
     "DEADLINE",
     "NO_CLOSE_NOTIFY",
-    "GeminiClientFactory",
     "GeminiClientProtocol",
     "GeminiResponse",
 ]
@@ -212,25 +211,3 @@ class GeminiClientProtocol(Protocol):
         else:
             clean = reason.check(ConnectionDone) is not None and not self._cancelled
             self.finished.callback(self._response(clean or not self._has_body()))
-
-
-class GeminiClientFactory(Factory):
-    """Builds one L{GeminiClientProtocol} for one request."""
-
-    noisy = False  # one factory per fetch: no "Starting factory" log lines
-
-    def __init__(
-        self,
-        request: bytes,
-        limit: int,
-        on_handshake: Callable[[], None],
-        *,
-        keep_partial: Callable[[], bool] | None = None,
-    ) -> None:
-        self.protocol_instance = GeminiClientProtocol(
-            request, limit, on_handshake, keep_partial=keep_partial
-        )
-
-    def buildProtocol(self, addr: object) -> GeminiClientProtocol:
-        self.protocol_instance.factory = self
-        return self.protocol_instance

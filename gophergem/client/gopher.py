@@ -22,7 +22,7 @@ import attrs
 from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import ITCPTransport
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 
 from gophergem.errors import ConnectionFailed
@@ -31,7 +31,6 @@ from gophergem.wire.gopher import ResponseBuffer
 __all__ = [
     "CONNECTION_RESET",
     "DEADLINE",
-    "GopherClientFactory",
     "GopherClientProtocol",
     "RawResponse",
 ]
@@ -143,25 +142,3 @@ class GopherClientProtocol(Protocol):
             )
             return
         self.finished.callback(self._response(clean))
-
-
-class GopherClientFactory(Factory):
-    """Builds one L{GopherClientProtocol} for one request."""
-
-    noisy = False  # one factory per fetch: no "Starting factory" log lines
-
-    def __init__(
-        self,
-        request: bytes,
-        limit: int,
-        menu: bool = False,
-        *,
-        keep_partial: Callable[[], bool] | None = None,
-    ) -> None:
-        self.protocol_instance = GopherClientProtocol(
-            request, limit, menu, keep_partial=keep_partial
-        )
-
-    def buildProtocol(self, addr: object) -> GopherClientProtocol:
-        self.protocol_instance.factory = self
-        return self.protocol_instance

@@ -1,13 +1,232 @@
 # -*- test-case-name: tests.test_fetcher -*-
 """
-One fetch, straight down the layers: URL, policy, cache, client, result.
+The one fetch pipeline: the thin L{Fetcher} façade over its two peers.
 
-L{Fetcher} is the one implementation that the library, the C{gophergem
-fetch} command and the MCP tools all call.  Its methods return Deferreds that
-never fail: every problem becomes a L{gophergem.results.FetchFailure}
-carrying a coded error.
+L{Fetcher} (an L{IFetcher}) is what the library, the C{gophergem fetch}
+command and the MCP tools all call.  It hands each URL to the pipeline of its
+protocol, L{gophergem.fetcher.gopher.GopherPipeline} or
+L{gophergem.fetcher.gemini.GeminiPipeline}, which share their steps through
+L{gophergem.fetcher._pipeline}.  Every fetch returns a Deferred that never
+fails: every problem becomes a L{gophergem.results.FetchFailure} carrying a
+coded error.  Only a refused batch fails, as a whole.
+
+Build one with L{Fetcher.from_config}.
 """
 
-from gophergem.fetcher.core import MAX_BATCH, Fetcher
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+import attrs
+from twisted.internet.defer import Deferred, fail, gatherResults
+from twisted.internet.interfaces import IReactorTime
+from zope.interface import implementer
+
+from gophergem.client.connect import Connector, TCPReactor, reactor_resolver
+from gophergem.config import Config, GeminiConfig, GopherConfig
+from gophergem.errors import InvalidRequest
+from gophergem.fetcher._pipeline import offloader
+from gophergem.fetcher.gemini import GeminiPipeline
+from gophergem.fetcher.gopher import GopherPipeline
+from gophergem.interfaces import IFetcher, IIdentityStore, IPinStore, IResolver
+from gophergem.policy.cache import ResponseCache
+from gophergem.policy.targets import AddressPolicy
+from gophergem.results import FetchResult, GeminiResult
+from gophergem.trust import Pin
+from gophergem.trust.decision import PresentedCertificate
+from gophergem.trust.identities import FileIdentityStore
+from gophergem.trust.paths import identity_store_dir, pin_store_path
+from gophergem.trust.pins import FilePinStore
 
 __all__ = ["MAX_BATCH", "Fetcher"]
+
+#: The most URLs one batch may hold.
+MAX_BATCH = 50
+
+_R = TypeVar("_R")
+
+
+@implementer(IFetcher)
+@attrs.define
+class Fetcher:
+    """
+    Fetch Gopher and Gemini resources under a policy.
+
+    @ivar clock: The time source for deadlines, timestamps and the caches.
+    @ivar gopher_pipeline: Where gopher:// URLs go.
+    @ivar gemini_pipeline: Where gemini:// URLs go, or C{None} when this
+        fetcher does not fetch them.
+    """
+
+    clock: IReactorTime
+    gopher_pipeline: GopherPipeline
+    gemini_pipeline: GeminiPipeline | None = None
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        reactor: TCPReactor,
+        resolver: IResolver | None = None,
+        *,
+        pins: IPinStore | None = None,
+        identities: IIdentityStore | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Fetcher:
+        """
+        Assemble the fetch pipeline for C{config} on C{reactor}.
+
+        @param reactor: Provides L{IReactorTCP<twisted.internet.interfaces.IReactorTCP>}
+            and L{IReactorTime}; its thread pool, when it has one, parses
+            large responses; its name resolver is the default one.
+        @param resolver: Where host names are looked up; the reactor's own
+            resolver when omitted.
+        @param pins: The TOFU pin store; by default the file store the
+            configuration names (none when TOFU is off).
+        @param identities: The client identity store; by default the file
+            store the configuration names (none when identities are off).
+        @param environ: The environment default store locations derive from.
+        """
+        names = resolver if resolver is not None else reactor_resolver(reactor)
+        gopher, gemini = config.gopher, config.gemini
+        clock: IReactorTime = reactor  # type: ignore[assignment]  # TCPReactor provides it
+
+        def connector(allow_local: bool, timeout: float) -> Connector:
+            return Connector(reactor, names, AddressPolicy(allow_local=allow_local), timeout)
+
+        def cache(settings: GopherConfig | GeminiConfig) -> ResponseCache | None:
+            if settings.cache_enabled and settings.cache_ttl_seconds > 0:
+                return ResponseCache(clock, settings.cache_ttl_seconds, settings.max_cache_entries)
+            return None
+
+        environ = os.environ if environ is None else environ
+        if pins is None and gemini.tofu_enabled:
+            pins = FilePinStore(str(pin_store_path(gemini.tofu_storage_path, environ)))
+        if identities is None and gemini.client_certs_enabled:
+            identities = FileIdentityStore(
+                str(identity_store_dir(gemini.client_certs_storage_path, environ))
+            )
+        # Large responses are parsed on the reactor's thread pool, if it has one.
+        offload = offloader(reactor)
+        gemini_pipeline = GeminiPipeline(
+            clock,
+            connector(gemini.allow_local_hosts, gemini.timeout_seconds),
+            gemini,
+            cache(gemini),
+            pins if gemini.tofu_enabled else None,
+            identities if gemini.client_certs_enabled else None,
+            offload=offload,
+        )
+        gopher_pipeline = GopherPipeline(
+            clock,
+            connector(gopher.allow_local_hosts, gopher.timeout_seconds),
+            gopher,
+            cache(gopher),
+            offload=offload,
+        )
+        return cls(clock, gopher_pipeline, gemini_pipeline)
+
+    # --- what the MCP tools read ------------------------------------------------
+
+    @property
+    def pins(self) -> IPinStore | None:
+        """The TOFU pin store, or C{None} (TOFU off, or no Gemini)."""
+        return self.gemini_pipeline.pins if self.gemini_pipeline is not None else None
+
+    @property
+    def identities(self) -> IIdentityStore | None:
+        """The client identity store, or C{None} (identities off, or no Gemini)."""
+        return self.gemini_pipeline.identities if self.gemini_pipeline is not None else None
+
+    @property
+    def gemini_enabled(self) -> bool:
+        """Whether gemini:// URLs are fetched."""
+        return self.gemini_pipeline is not None
+
+    def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
+        """Re-pin C{host}:C{port} to what it presented: on the user's explicit consent only."""
+        return self._gemini().trust_presented(host, port, presented)
+
+    # --- fetching ---------------------------------------------------------------
+
+    def gopher(
+        self,
+        url: str,
+        *,
+        search: str | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+    ) -> Deferred[FetchResult]:
+        """
+        Fetch one Gopher URL.
+
+        @param search: Search terms for a type-7 item, as the user typed them;
+            they replace any in the URL.  Ignored (and said so) on other types.
+        @param offset: Where the window starts: items for a menu, characters
+            for a text body.
+        @param refresh: Skip the cached copy and store the fresh one.
+        @return: A Deferred that always fires with a result, never fails.
+        """
+        return self.gopher_pipeline.fetch(url, search=search, offset=offset, refresh=refresh)
+
+    def gopher_batch(
+        self, urls: Sequence[str], *, refresh: bool = False
+    ) -> Deferred[list[FetchResult]]:
+        """
+        Fetch up to L{MAX_BATCH} Gopher URLs; results come back in input order.
+
+        A batch that is empty or too long fails as a whole with
+        L{InvalidRequest}; otherwise each URL gets its own result.
+        """
+        return _batch(self.gopher, urls, refresh)
+
+    def gemini(
+        self,
+        url: str,
+        *,
+        input: str | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+    ) -> Deferred[GeminiResult]:
+        """
+        Fetch one Gemini URL.
+
+        @param input: An answer to a 10/11 prompt; it replaces the URL's query.
+        @param offset: Where the window starts, in characters.
+        @param refresh: Skip the cached copy and store the fresh one.
+        @return: A Deferred that always fires with a result, never fails.
+        @raise RuntimeError: When this fetcher was built without Gemini.
+        """
+        return self._gemini().fetch(url, input=input, offset=offset, refresh=refresh)
+
+    def gemini_batch(
+        self, urls: Sequence[str], *, refresh: bool = False
+    ) -> Deferred[list[GeminiResult]]:
+        """Fetch up to L{MAX_BATCH} Gemini URLs; see L{gopher_batch}."""
+        return _batch(self.gemini, urls, refresh)
+
+    def _gemini(self) -> GeminiPipeline:
+        if self.gemini_pipeline is None:
+            raise RuntimeError("this fetcher was built without Gemini support")
+        return self.gemini_pipeline
+
+
+def _batch(
+    fetch_one: Callable[..., Deferred[_R]], urls: Sequence[str], refresh: bool
+) -> Deferred[list[_R]]:
+    """
+    Fetch every URL of a batch with C{fetch_one}, results in input order; a
+    batch of another size than 1 to L{MAX_BATCH} fails with L{InvalidRequest}.
+    """
+    if isinstance(urls, str) or not urls or len(urls) > MAX_BATCH:
+        count = 1 if isinstance(urls, str) else len(urls)
+        return fail(
+            InvalidRequest(
+                message=f"A batch takes 1 to {MAX_BATCH} URLs; this one has {count}.",
+                next_step=f"Split the list into batches of at most {MAX_BATCH}.",
+            )
+        )
+    # Concurrency and per-host pacing are enforced inside each fetch.
+    return gatherResults([fetch_one(url, refresh=refresh) for url in urls])

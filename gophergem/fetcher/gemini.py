@@ -1,11 +1,16 @@
 # -*- test-case-name: tests.test_fetcher_gemini -*-
 """
-The Gemini half of the fetcher: URL, policy, trust, cache, client, result.
+The Gemini pipeline: URL, policy, trust, cache, client, result.
+
+The peer of L{gophergem.fetcher.gopher}, with the same shape: check the
+request, take the shared steps (L{gophergem.fetcher._pipeline.Steps}:
+robots.txt, cache, cap, pacing, one deadline), exchange one request through
+L{gophergem.client.gemini}, decode and cut one window.
 
 Every status becomes a result kind (SPEC §5).  Redirects are reported, never
 followed; input prompts are returned for the model to answer; a 44 backs the
-host off.  Trust on first use is decided inside the TLS handshake
-(L{gophergem.tls}); the decision is committed to the pin store only once the
+host off.  Trust on first use (L{gophergem.trust.tofu.TrustOnFirstUse}) is
+judged inside the TLS handshake and committed to the pin store only once the
 handshake has completed, before the request is written.
 """
 
@@ -14,21 +19,21 @@ from __future__ import annotations
 import math
 import sys
 from collections import OrderedDict
-from typing import Any
+from functools import partial
 from urllib.parse import unquote
 
 import attrs
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
-from twisted.logger import Logger
 
 from gophergem.client.connect import Connector
-from gophergem.client.gemini import GeminiClientFactory, GeminiResponse
+from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
 from gophergem.config import GeminiConfig
 from gophergem.errors import (
     ConnectionFailed,
     ContentFiltered,
     DNSError,
+    FetchTimeout,
     GophergemError,
     InvalidRedirect,
     InvalidRequest,
@@ -37,26 +42,26 @@ from gophergem.errors import (
     SlowDown,
     TemporaryError,
     TLSError,
-    TofuDisabled,
 )
-from gophergem.errors import TimeoutError as FetchTimeout
-from gophergem.fetcher.budget import cut_lines, cut_text, lines_that_may_fit
-from gophergem.fetcher.common import (
+from gophergem.fetcher._budget import cut_lines, cut_text, lines_that_may_fit
+from gophergem.fetcher._pipeline import (
     SMALL_WEIGHT,
     Deadline,
     Offload,
-    check_allowlists,
+    Steps,
+    check_end,
+    check_offset,
     internal_failure,
+    keep_partial,
     parse_off_reactor,
     run_inline,
-    within_deadline,
+    window_for,
 )
-from gophergem.fetcher.redact import Scrubber
+from gophergem.fetcher._redact import Scrubber
 from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
-from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
+from gophergem.policy.pacing import SlowDownBoard
 from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
-    CacheInfo,
     CertificateResult,
     FetchFailure,
     GeminiBinaryResult,
@@ -64,24 +69,23 @@ from gophergem.results import (
     GeminiResult,
     GemtextResult,
     InputResult,
-    Mime,
     PartialLineResult,
     RedirectResult,
     SuccessResult,
-    Window,
     iso_utc,
 )
-from gophergem.tls import GeminiTLSCreator, PresentedCertificate, TrustDecision, Verdict, decide
-from gophergem.trust import Pin
+from gophergem.tls import GeminiTLSCreator
+from gophergem.trust import Identity, Pin
+from gophergem.trust.decision import PresentedCertificate
+from gophergem.trust.tofu import TLSFacts, TrustOnFirstUse
 from gophergem.url import GeminiURL, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
-from gophergem.wire.gemtext import feed_entry, parse_gemtext, window_text
-from gophergem.wire.robots import MAX_ROBOTS_BYTES, gemini_robot_paths
+from gophergem.wire.gemtext import GemtextDocument, feed_entry, parse_gemtext, window_text
+from gophergem.wire.robots import gemini_robot_paths
 from gophergem.wire.text import decode_body, sanitise, sanitise_line
 
-__all__ = ["GeminiPipeline"]
+__all__ = ["GeminiDownload", "GeminiPipeline"]
 
-log = Logger()
 
 # How many URLs' prompt kinds (10 or 11) are remembered.
 _MAX_PROMPTS = 4096
@@ -168,28 +172,28 @@ def _cause_first(refusal: RobotsUnavailable) -> GophergemError:
     )
 
 
-def _strip_query(text: Any) -> str:
+def _strip_query(text: object) -> str:
     if not isinstance(text, str):
         return ""
     return safe_echo(text.split("?", 1)[0].split("#", 1)[0])
 
 
 @attrs.frozen
-class _Download:
+class GeminiDownload:
     """
     A Gemini 2x response as the cache keeps it (only when it arrived whole:
     C{incomplete_reason} is C{None}).
     """
 
     header: wire.ResponseHeader
-    mime: Mime
+    mime: wire.MimeType
     text: str | None
     charset: str | None
     size: int
     overflowed: bool
     incomplete_reason: str | None
     fetched_at: float
-    tls: dict[str, Any]
+    tls: TLSFacts
     decoding: str = "clean"
 
     @property
@@ -198,7 +202,7 @@ class _Download:
         return sys.getsizeof(self.text) if self.text is not None else SMALL_WEIGHT
 
 
-def _decode_body(response: GeminiResponse, mime: Mime) -> tuple[str, str, str]:
+def _decode_body(response: GeminiResponse, mime: wire.MimeType) -> tuple[str, str, str]:
     """
     A text body as the cache keeps it: decoded and sanitised (pure), with
     the charset used and how sure it is (L{gophergem.wire.text.DECODINGS}).
@@ -218,9 +222,13 @@ class GeminiPipeline:
     """
     Fetch Gemini resources under a policy.
 
+    @ivar clock: The time source for deadlines, timestamps and the cache.
+    @ivar connector: The connect pinch point.
+    @ivar config: Limits and switches for Gemini.
+    @ivar cache: Where decoded responses are kept, if anywhere.
     @ivar pins: The TOFU pin store (C{None} when TOFU is off).
     @ivar identities: The client identity store (C{None} when identities are off).
-    @ivar offload: How a large body is decoded (see L{gophergem.fetcher.Fetcher}).
+    @ivar offload: How a large body is decoded (see L{gophergem.fetcher.gopher}).
     """
 
     clock: IReactorTime
@@ -230,19 +238,25 @@ class GeminiPipeline:
     pins: IPinStore | None = None
     identities: IIdentityStore | None = None
     offload: Offload = attrs.field(default=run_inline, kw_only=True)
+    _steps: Steps[GeminiConfig] = attrs.field(init=False)
+    _tofu: TrustOnFirstUse = attrs.field(init=False)
     _board: SlowDownBoard = attrs.field(init=False)
-    _pacer: HostPacer = attrs.field(init=False)
-    _cap: ConcurrencyCap = attrs.field(init=False)
-    _robots: RobotsGate | None = attrs.field(init=False, default=None)
     _prompts: OrderedDict[tuple[str, int, str], bool] = attrs.field(init=False, factory=OrderedDict)
 
-    def __attrs_post_init__(self) -> None:
-        config = self.config
-        self._board = SlowDownBoard(self.clock)
-        self._pacer = HostPacer(self.clock, config.requests_per_minute)
-        self._cap = ConcurrencyCap(config.max_concurrent_requests)
-        if config.respect_robots_txt:
-            self._robots = RobotsGate.for_gemini(self.clock, self._fetch_robots, config)
+    @_steps.default
+    def _start(self) -> Steps[GeminiConfig]:
+        return Steps.start(
+            self.clock, self.config, self.cache, RobotsGate.for_gemini, self._fetch_robots
+        )
+
+    @_tofu.default
+    def _trust(self) -> TrustOnFirstUse:
+        pins = self.pins if self.config.tofu_enabled else None
+        return TrustOnFirstUse(self.clock, pins, self.config.tofu_reject_expired)
+
+    @_board.default
+    def _slow_down_board(self) -> SlowDownBoard:
+        return SlowDownBoard(self.clock)
 
     def fetch(
         self, url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
@@ -269,7 +283,9 @@ class GeminiPipeline:
                 # Tell _render to scrub the body before cutting it into windows.
                 scrubber = Scrubber.for_answer(secret)
                 info = attrs.evolve(info, input_redacted=0)
-            result = await self._serve(url, info, offset, refresh)
+            result = await self._steps.within_deadline(
+                lambda deadline: self._obtain(url, info, offset, refresh, deadline)
+            )
             self._note_prompt(url, result)
         except GophergemError as error:
             result = FetchFailure(request_info=info, error=error)
@@ -318,11 +334,9 @@ class GeminiPipeline:
         )
 
     def _check(self, url: GeminiURL, offset: int) -> None:
-        config = self.config
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidRequest(message="offset must be a whole number, 0 or more.")
+        check_offset(offset)
         url.request_line()  # raises when the request would be over 1024 bytes
-        check_allowlists(config, url.host, url.port)
+        self._steps.check_allowlists(url.host, url.port)
 
     def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
         """
@@ -331,14 +345,8 @@ class GeminiPipeline:
         Only for the user's explicit consent (an elicitation answer), never
         on a model's or a page's say-so.
         """
-        if self.pins is None:
-            raise TofuDisabled(message="Trust on first use is switched off.")
-        now = self.clock.seconds()
-        pin = presented.pin(host, port, first_seen=now, now=now)
-        self.pins.put(pin)
-        if self._robots is not None:
-            self._robots.forget(host, port)
-        log.info("re-pinned {host}:{port} on the user's consent", host=host, port=port)
+        pin = self._tofu.trust_presented(host, port, presented)
+        self._steps.forget_robots(host, port)
         return pin
 
     # --- slow down (44) ---------------------------------------------------------
@@ -349,52 +357,33 @@ class GeminiPipeline:
 
     # --- the exchange -----------------------------------------------------------
 
-    async def _serve(
-        self, url: GeminiURL, info: GeminiRequestInfo, offset: int, refresh: bool
-    ) -> GeminiResult:
-        # One deadline for everything: the robots probe, the wait for a turn,
-        # DNS, connect, the handshake, the store write, send and read.  A
-        # body it cuts short keeps what arrived.
-        deadline = Deadline()
-        return await within_deadline(
-            self._obtain(url, info, offset, refresh, deadline),
-            self.config.timeout_seconds,
-            self.clock,
-            deadline,
-        )
-
     async def _obtain(
         self,
         url: GeminiURL,
         info: GeminiRequestInfo,
         offset: int,
         refresh: bool,
-        deadline: Deadline | None = None,
+        deadline: Deadline,
     ) -> GeminiResult:
-        if self._robots is not None:
-            try:
-                await self._robots.check(
-                    url.host, url.port, gemini_robot_paths(url.path, url.query)
-                )
-            except RobotsUnavailable as refusal:
-                raise _cause_first(refusal) from refusal
+        steps = self._steps
+        try:
+            await steps.check_robots(url.host, url.port, gemini_robot_paths(url.path, url.query))
+        except RobotsUnavailable as refusal:
+            raise _cause_first(refusal) from refusal
         identity = None
         if self.identities is not None and self.config.client_certs_enabled:
             identity = self.identities.find(url.host, url.port, url.path)
         key = url.to_text() + (f" #identity={identity.fingerprint}" if identity else "")
-        cache = self.cache if self.config.cache_enabled and url.query is None else None
-        if cache is not None and refresh:
-            cache.discard(key)
-        cached = cache.get(key) if cache is not None and not refresh else None
-        if cached is not None:
-            download = cached[0]
-            assert isinstance(download, _Download)
-            return self._render(url, info, download, offset, from_cache=True)
+        cache = steps.cache_for(url.query is None)
+        hit = steps.lookup(cache, key, refresh)
+        if hit is not None:
+            assert isinstance(hit, GeminiDownload)
+            return self._render(url, info, hit, offset, from_cache=True)
         self._refuse_while_slowed(url.host, url.port)
-        response, tls = await self._cap.run(
-            lambda: Deferred.fromCoroutine(
-                self._round_trip(url, identity, paced=True, deadline=deadline)
-            )
+        response, tls = await steps.exchange(
+            url.host,
+            lambda: self._round_trip(url, identity, deadline=deadline),
+            paced=True,
         )
         info = attrs.evolve(info, timestamp=iso_utc(self.clock.seconds()), **tls)
         header = response.header
@@ -403,10 +392,7 @@ class GeminiPipeline:
                 return self._status_result(url, info, header, presented=identity is not None)
             download = await self._download(response, tls)
             self._board.clear(url.host, url.port)
-            if cache is not None and download.incomplete_reason is None:
-                # A body that may have been cut is served, marked, and never
-                # replayed as if it were whole: the next call fetches again.
-                cache.put(key, download)
+            steps.store(cache, key, download)
             return self._render(url, info, download, offset, from_cache=False)
         except GophergemError as error:
             # Failures after the exchange keep what we learnt about the connection.
@@ -426,76 +412,32 @@ class GeminiPipeline:
     async def _round_trip(
         self,
         url: GeminiURL,
-        identity: Any,
+        identity: Identity | None,
         *,
-        paced: bool,
         limit: int | None = None,
         deadline: Deadline | None = None,
-    ) -> tuple[GeminiResponse, dict[str, Any]]:
-        config = self.config
-        if paced:
-            await self._pacer.turn(url.host)
+    ) -> tuple[GeminiResponse, TLSFacts]:
         credentials = None
         if identity is not None:
             assert self.identities is not None  # the identity was found there
             credentials = self.identities.credentials(identity)
-        pins = self.pins if config.tofu_enabled else None
-
-        def judge_against(pinned: Pin | None, presented: PresentedCertificate) -> TrustDecision:
-            return decide(
-                url.host,
-                url.port,
-                pinned,
-                presented,
-                self.clock.seconds(),
-                reject_expired=config.tofu_reject_expired,
-                pinning=pins is not None,
-            )
-
-        def judge(presented: PresentedCertificate) -> TrustDecision:
-            pinned = pins.get(url.host, url.port) if pins is not None else None
-            return judge_against(pinned, presented)
-
-        creator = GeminiTLSCreator(url.host, judge, credentials)
-
-        def commit() -> None:
-            decision = creator.decision
-            if decision is None or decision.pin is None or pins is None:
-                return
-            if decision.verdict is not Verdict.FIRST_USE:
-                pins.put(decision.pin)
-                return
-            # First use: pin only if no other process sharing the store has
-            # pinned this host since the handshake began (one locked step);
-            # if one has, the certificate is judged again against its pin.
-            existing = pins.put_new(decision.pin)
-            if existing is None:
-                return
-            again = judge_against(existing, decision.presented)
-            if again.refusal is not None:
-                raise again.refusal
-            if again.pin is not None:
-                pins.put(again.pin)
-
-        # Only the fetch itself keeps a body the deadline cut short; a
-        # robots.txt probe never does (half a policy is no policy).
-        keep = None if deadline is None else (lambda: deadline.passed)
-        factory = GeminiClientFactory(
-            url.request_line(), limit or config.max_response_size, commit, keep_partial=keep
+        tofu = self._tofu
+        creator = GeminiTLSCreator(url.host, partial(tofu.judge, url.host, url.port), credentials)
+        protocol = GeminiClientProtocol(
+            url.request_line(),
+            limit or self.config.max_response_size,
+            lambda: tofu.commit(creator.decision),
+            keep_partial=keep_partial(deadline),
         )
-        await self.connector.connect(url.host, url.port, factory, tls=creator)
-        response = await factory.protocol_instance.finished
-        tls: dict[str, Any] = {"tls_version": creator.tls_version, "cipher": creator.cipher}
-        decision = creator.decision
-        if decision is not None:
-            tls["cert_fingerprint"] = decision.presented.fingerprint
-            if decision.warnings:
-                tls["tofu_warning"] = " ".join(decision.warnings)
-        if identity is not None and creator.tls_version == "TLSv1.2":
-            tls["client_cert_warning"] = (
-                "A client certificate was presented over TLS 1.2, where it travels unencrypted."
-            )
-        return response, tls
+        await self.connector.connect(url, protocol, creator)
+        response = await protocol.finished
+        facts = tofu.facts(
+            creator.decision,
+            creator.tls_version,
+            creator.cipher,
+            identity_presented=identity is not None,
+        )
+        return response, facts
 
     def _fetch_robots(self, host: str, port: int) -> Deferred[bytes | None]:
         """
@@ -504,14 +446,12 @@ class GeminiPipeline:
         with a coded error so that the gate fails closed.
         """
         url = GeminiURL(host=host, port=port, path="/robots.txt")
-        limit = min(self.config.max_response_size, MAX_ROBOTS_BYTES)
+        limit = self._steps.probe_limit()
 
         async def probe() -> bytes | None:
             self._refuse_while_slowed(host, port)
-            response, _ = await self._cap.run(
-                lambda: Deferred.fromCoroutine(
-                    self._round_trip(url, None, paced=False, limit=limit)
-                )
+            response, _ = await self._steps.exchange(
+                host, lambda: self._round_trip(url, None, limit=limit), paced=False
             )
             status = response.header.status
             kind = wire.status_class(status)
@@ -602,12 +542,9 @@ class GeminiPipeline:
             next_step=_certificate_advice(status, presented),
         )
 
-    async def _download(self, response: GeminiResponse, tls: dict[str, Any]) -> _Download:
-        parsed = wire.parse_mime(response.header.meta)
-        mime = Mime(
-            type=parsed.type, subtype=parsed.subtype, charset=parsed.charset, lang=parsed.lang
-        )
-        if wire.is_denied(parsed, self.config.denied_mime_types):
+    async def _download(self, response: GeminiResponse, tls: TLSFacts) -> GeminiDownload:
+        mime = wire.parse_mime(response.header.meta)
+        if wire.is_denied(mime, self.config.denied_mime_types):
             raise ContentFiltered(
                 message=f"Responses of type {mime.essence} are refused by configuration.",
             )
@@ -617,7 +554,7 @@ class GeminiPipeline:
             text, charset, decoding = await parse_off_reactor(
                 self.offload, len(response.body), lambda: _decode_body(response, mime)
             )
-        return _Download(
+        return GeminiDownload(
             header=response.header,
             mime=mime,
             text=text,
@@ -636,18 +573,14 @@ class GeminiPipeline:
         self,
         url: GeminiURL,
         info: GeminiRequestInfo,
-        download: _Download,
+        download: GeminiDownload,
         offset: int,
         *,
         from_cache: bool,
     ) -> GeminiResult:
         if from_cache:
             info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at), **download.tls)
-        cache = CacheInfo(
-            cached=from_cache,
-            cached_at=iso_utc(download.fetched_at),
-            cache_age_seconds=max(0, int(self.clock.seconds() - download.fetched_at)),
-        )
+        cache = self._steps.cache_info(download.fetched_at, from_cache)
         incomplete = download.incomplete_reason
         limit = self.config.max_rendered_chars
         capped = download.overflowed
@@ -671,27 +604,18 @@ class GeminiPipeline:
             text = scrubber.text(text)
             info = attrs.evolve(info, input_redacted=scrubber.count)
         total = len(text)
-        if offset > total or (offset == total and total > 0):
-            raise InvalidRequest(
-                message=f"offset {offset} is past the end; the body has {total} characters."
-            )
+        check_end(offset, total, f"the body has {total} characters")
         charset = download.charset or "utf-8"
         # The window bounds what the content costs as a payload, not only its
-        # characters (see gophergem.fetcher.budget).
+        # characters (see gophergem.fetcher._budget).
         if download.mime.essence != "text/gemini":
             end = cut_text(text, offset, limit)
-            window = Window(
-                offset=offset,
-                next_offset=end if end < total else None,
-                total=total,
-                size_capped=capped,
-            )
             return SuccessResult(
                 request_info=info,
                 content=text[offset:end],
                 mime=attrs.evolve(download.mime, charset=charset),
                 size=download.size,
-                window=window,
+                window=window_for(offset, end, total, capped),
                 cache=cache,
                 incomplete_reason=incomplete,
                 decoding=download.decoding,
@@ -702,12 +626,6 @@ class GeminiPipeline:
             part, document = self._fitting_lines(url, text, offset, chunk.text, limit)
             if document is not None:
                 end = offset + len(part)
-                window = Window(
-                    offset=offset,
-                    next_offset=end if end < total else None,
-                    total=total,
-                    size_capped=capped,
-                )
                 return GemtextResult(
                     request_info=info,
                     lines=document.lines,
@@ -716,7 +634,7 @@ class GeminiPipeline:
                     size=download.size,
                     charset=charset,
                     lang=download.mime.lang,
-                    window=window,
+                    window=window_for(offset, end, total, capped),
                     cache=cache,
                     incomplete_reason=incomplete,
                     decoding=download.decoding,
@@ -727,15 +645,12 @@ class GeminiPipeline:
         newline = text.find("\n", offset, offset + len(chunk.text))
         line_end = offset + len(chunk.text) if newline < 0 else newline + 1
         end = min(cut_text(text, offset, limit), line_end)
-        window = Window(
-            offset=offset, next_offset=end if end < total else None, total=total, size_capped=capped
-        )
         return PartialLineResult(
             request_info=info,
             text=text[offset:end],
             size=download.size,
             charset=charset,
-            window=window,
+            window=window_for(offset, end, total, capped),
             cache=cache,
             incomplete_reason=incomplete,
             decoding=download.decoding,
@@ -743,7 +658,7 @@ class GeminiPipeline:
 
     def _fitting_lines(
         self, url: GeminiURL, text: str, offset: int, chunk: str, limit: int
-    ) -> tuple[str, Any]:
+    ) -> tuple[str, GemtextDocument | None]:
         """
         The whole lines at the start of C{chunk} whose parsed form fits
         C{limit}, and their parsed document; C{(chunk, None)} when not even
@@ -769,7 +684,7 @@ class GeminiPipeline:
         )
 
     @staticmethod
-    def _parse_window(url: GeminiURL, text: str, offset: int, chunk: str) -> Any:
+    def _parse_window(url: GeminiURL, text: str, offset: int, chunk: str) -> GemtextDocument:
         """Parse one window, carrying the preformatted state from before it."""
         base = url.without_query()  # links must not carry a (possibly secret) query
         # The toggle lines before the window (it starts at a line start):

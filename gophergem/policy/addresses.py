@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address
 
-__all__ = ["is_public", "parse_ip_literal"]
+__all__ = ["IPAddress", "is_public", "parse_ip_literal"]
 
+#: An IPv4 or IPv6 address: what a resolver finds and the policy judges.
 IPAddress = IPv4Address | IPv6Address
 
 _EXTRA_V4_BLOCKS = tuple(

@@ -36,11 +36,11 @@ from gophergem.errors import (
     CertificateNotYetValid,
     CertificateStoreUnavailable,
     DNSError,
+    FetchTimeout,
     GophergemError,
     RobotsUnavailable,
     SlowDown,
 )
-from gophergem.errors import TimeoutError as FetchTimeout
 from gophergem.wire.robots import (
     AI_AGENTS,
     GEMINI_AGENTS,

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.test_trust_pins,tests.test_trust_identities -*-
 """
 Trust stores for Gemini: server certificate pins (trust on first use) and
 client identities.

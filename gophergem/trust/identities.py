@@ -15,7 +15,6 @@ nor file names.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import os
 import re
 import secrets
@@ -32,6 +31,7 @@ from gophergem.errors import CertificateExists, CertificateStoreUnavailable
 from gophergem.interfaces import IIdentityStore
 from gophergem.trust import Identity
 from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile, log
+from gophergem.trust.fingerprints import sha256_fingerprint
 from gophergem.url import format_host
 
 __all__ = [
@@ -64,10 +64,6 @@ def normalise_scope(path: str) -> str:
     if not path.startswith("/"):
         path = "/" + path
     return path if path.endswith("/") else path + "/"
-
-
-def _fingerprint(der: bytes) -> str:
-    return "sha256:" + hashlib.sha256(der).hexdigest()
 
 
 def _describe(host: str, port: int, scope: str) -> str:
@@ -103,7 +99,7 @@ def mint_identity(host: str, port: int, path: str, now: float) -> tuple[Identity
         host=host,
         port=port,
         path=normalise_scope(path),
-        fingerprint=_fingerprint(certificate.public_bytes(serialization.Encoding.DER)),
+        fingerprint=sha256_fingerprint(certificate.public_bytes(serialization.Encoding.DER)),
         not_before=certificate.not_valid_before_utc.timestamp(),
         not_after=certificate.not_valid_after_utc.timestamp(),
     )
@@ -277,11 +273,11 @@ class FileIdentityStore:
                 log.warn("Could not delete {file}: {error}", file=target, error=str(e))
         return True
 
-    def all(self, host: str | None = None) -> list[Identity]:  # type: ignore[override]
+    def all(self, host: str | None = None) -> list[Identity]:
         """Every identity (for C{host} only, when given), by host, port and path."""
         return _sorted(self._identities(host))
 
-    def credentials(self, identity: object) -> tuple[bytes, bytes]:
+    def credentials(self, identity: Identity) -> tuple[bytes, bytes]:
         """
         Return C{(certificate_pem, private_key_pem)} for C{identity}.
 
@@ -308,7 +304,7 @@ class FileIdentityStore:
             der = x509.load_pem_x509_certificate(cert_pem).public_bytes(serialization.Encoding.DER)
         except ValueError:
             der = b""
-        if _fingerprint(der) != identity.fingerprint:
+        if sha256_fingerprint(der) != identity.fingerprint:
             log.error(
                 "The certificate file of {scope} in {path} does not match its index entry",
                 scope=_describe(identity.host, identity.port, identity.path),
@@ -389,13 +385,13 @@ class MemoryIdentityStore:
         """Delete the identity of exactly that scope; return whether there was one."""
         return self.identities.pop((host, port, normalise_scope(path)), None) is not None
 
-    def all(self, host: str | None = None) -> list[Identity]:  # type: ignore[override]
+    def all(self, host: str | None = None) -> list[Identity]:
         """Every identity (for C{host} only, when given), by host, port and path."""
         return _sorted(
             [i for i, _, _ in self.identities.values() if host is None or i.host == host]
         )
 
-    def credentials(self, identity: object) -> tuple[bytes, bytes]:
+    def credentials(self, identity: Identity) -> tuple[bytes, bytes]:
         """Return C{(certificate_pem, private_key_pem)} for C{identity}."""
         identity = _identity(identity)
         stored = self.identities.get((identity.host, identity.port, identity.path))

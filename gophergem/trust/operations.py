@@ -22,8 +22,8 @@ from gophergem.errors import (
 )
 from gophergem.interfaces import IIdentityStore, IPinStore
 from gophergem.results import iso_utc
-from gophergem.tls import normalise_fingerprint
 from gophergem.trust import Identity, Pin
+from gophergem.trust.fingerprints import normalise_fingerprint
 from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, format_host, parse_host
 
 __all__ = [
@@ -87,7 +87,7 @@ def list_pins(store: IPinStore | None, host: str | None = None) -> list[Pin]:
     """Every pin, or those of C{host}."""
     if host is not None:
         host, _ = check_host(host)
-    return list(_pins(store).all(host))  # type: ignore[arg-type]
+    return list(_pins(store).all(host))
 
 
 def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
@@ -250,7 +250,7 @@ def list_identities(store: IIdentityStore | None, host: str | None = None) -> li
     """Every identity, or those of C{host}; never keys or paths."""
     if host is not None:
         host, _ = check_host(host)
-    return list(_identities(store).all(host))  # type: ignore[arg-type]
+    return list(_identities(store).all(host))
 
 
 def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Identity:

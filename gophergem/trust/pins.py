@@ -116,13 +116,13 @@ class FilePinStore:
         key = _key(host, port)
         return self._file.view(lambda entries: _decode(entries[key]) if key in entries else None)
 
-    def put(self, pin: object) -> None:
+    def put(self, pin: Pin) -> None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}; durable on return."""
         entry = _encode(pin)
         key = _key(entry["host"], entry["port"])
         self._file.update(lambda entries: entries.__setitem__(key, entry))
 
-    def put_new(self, pin: object) -> Pin | None:
+    def put_new(self, pin: Pin) -> Pin | None:
         """
         Store C{pin} unless its host and port are pinned already, under one
         lock; return C{None} when stored, else the existing pin, unchanged.
@@ -143,7 +143,7 @@ class FilePinStore:
         key = _key(host, port)
         return self._file.update(lambda entries: entries.pop(key, None) is not None)
 
-    def all(self, host: str | None = None) -> list[Pin]:  # type: ignore[override]
+    def all(self, host: str | None = None) -> list[Pin]:
         """Every pin (for C{host} only, when given), sorted by host then port."""
         return self._file.view(
             lambda entries: _sorted(
@@ -172,13 +172,13 @@ class MemoryPinStore:
         """Return the pin for C{host}:C{port}, or C{None}."""
         return self.pins.get((host, port))
 
-    def put(self, pin: object) -> None:
+    def put(self, pin: Pin) -> None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}."""
         _encode(pin)  # the same validation as the file store
         assert isinstance(pin, Pin)
         self.pins[pin.host, pin.port] = pin
 
-    def put_new(self, pin: object) -> Pin | None:
+    def put_new(self, pin: Pin) -> Pin | None:
         """Store C{pin} unless its host and port are pinned; else return that pin."""
         _encode(pin)
         assert isinstance(pin, Pin)
@@ -191,6 +191,6 @@ class MemoryPinStore:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
         return self.pins.pop((host, port), None) is not None
 
-    def all(self, host: str | None = None) -> list[Pin]:  # type: ignore[override]
+    def all(self, host: str | None = None) -> list[Pin]:
         """Every pin (for C{host} only, when given), sorted by host then port."""
         return _sorted([pin for pin in self.pins.values() if host is None or pin.host == host])

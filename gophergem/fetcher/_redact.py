@@ -33,6 +33,7 @@ from gophergem.errors import GophergemError
 from gophergem.results import (
     CertificateResult,
     FetchFailure,
+    GeminiRequestInfo,
     GeminiResult,
     GemtextResult,
     InputResult,
@@ -122,7 +123,11 @@ class Scrubber:
         elif isinstance(result, PartialLineResult):
             result = attrs.evolve(result, text=clean(result.text))
         elif isinstance(result, SuccessResult):
-            mime = attrs.evolve(result.mime, lang=self.optional(result.mime.lang))
+            mime = attrs.evolve(
+                result.mime,
+                lang=self.optional(result.mime.lang),
+                params=self._quietly(result.mime.params),
+            )
             result = attrs.evolve(result, content=clean(result.content), mime=mime)
         elif isinstance(result, InputResult):
             result = attrs.evolve(result, prompt=clean(result.prompt))
@@ -132,9 +137,23 @@ class Scrubber:
             result = attrs.evolve(result, message=clean(result.message))
         elif isinstance(result, FetchFailure):
             result = attrs.evolve(result, error=self.error(result.error))
-        before = result.request_info.input_redacted or 0
-        info = attrs.evolve(result.request_info, input_redacted=before + self.count)
+        request_info = result.request_info
+        assert isinstance(request_info, GeminiRequestInfo)  # a Gemini result's
+        before = request_info.input_redacted or 0
+        info = attrs.evolve(request_info, input_redacted=before + self.count)
         return attrs.evolve(result, request_info=info)
+
+    def _quietly(self, params: dict[str, str]) -> dict[str, str]:
+        """
+        C{params} scrubbed without counting: they repeat what C{charset} and
+        C{lang} say (counted there) or are never shown, but a library caller
+        may read them.
+        """
+        count = self.count
+        try:
+            return {name: self.text(value) for name, value in params.items()}
+        finally:
+            self.count = count
 
     def error(self, error: GophergemError) -> GophergemError:
         """C{error} with the secret scrubbed from its message, meta and advice."""
