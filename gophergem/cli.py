@@ -21,7 +21,6 @@ the program with one line naming it and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -30,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._version import __version__
-from gophergem.config import SETTINGS, Config, ConfigError
+from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
 from gophergem.errors import GophergemError, InvalidRequest, PinExists
 
 if TYPE_CHECKING:
@@ -132,8 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--endpoint",
         metavar="STRPORT",
-        help="Where HTTP listens, as a Twisted strports description "
-        "(default tcp:8000:interface=127.0.0.1).",
+        help=f"Where HTTP listens, as a Twisted strports description (default {DEFAULT_ENDPOINT}).",
     )
     serve.add_argument(
         "--allowed-host",
@@ -236,16 +234,6 @@ def _given_settings(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def _install_asyncio_reactor() -> None:
-    if "twisted.internet.reactor" in sys.modules:
-        return
-    from twisted.internet import asyncioreactor
-
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    asyncioreactor.install(loop)
-
-
 def _fail(message: str, status: int = 2) -> int:
     print(f"gophergem: {message}", file=sys.stderr)
     return status
@@ -314,10 +302,10 @@ def _stdout_gone() -> int:
 
 
 def _serve_stdio(config: Config) -> int:
-    _install_asyncio_reactor()
-    from twisted.internet import reactor
+    from gophergem.service import install_asyncio_reactor, makeService, reserve_stdout
 
-    from gophergem.service import makeService, reserve_stdout
+    install_asyncio_reactor()
+    from twisted.internet import reactor
 
     top = makeService(config, reactor, transport="stdio", stdout_fd=reserve_stdout())
     return _run(top)
@@ -362,7 +350,8 @@ def _run(top: Any) -> int:
     from twisted.internet import reactor
     from twisted.logger import Logger
 
-    from gophergem.service import ListenError, StdioMCPService
+    from gophergem.mcp.stdio import StdioMCPService
+    from gophergem.service import ListenError
 
     try:
         top.privilegedStartService()
@@ -398,8 +387,8 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     from twisted.internet import reactor
     from twisted.python.failure import Failure
 
-    from gophergem.mcp.results import payload
-    from gophergem.service import build_fetcher
+    from gophergem.fetcher import Fetcher
+    from gophergem.mcp.payloads import payload
     from gophergem.url import scheme_of
 
     outcome: dict[str, Any] = {}
@@ -411,7 +400,7 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
         if reactor.running:
             reactor.stop()
 
-    fetcher = build_fetcher(config, reactor)
+    fetcher = Fetcher.from_config(config, reactor)
     d: Deferred[GeminiResult] | Deferred[FetchResult]
     if scheme_of(args.url) == "gemini":
         d = fetcher.gemini(args.url, input=args.input, offset=args.offset)

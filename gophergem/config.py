@@ -17,7 +17,26 @@ from typing import Any
 
 import attrs
 
-__all__ = ["SETTINGS", "Config", "ConfigError", "GeminiConfig", "GopherConfig", "Setting"]
+__all__ = [
+    "DEFAULT_BACKLOG",
+    "DEFAULT_ENDPOINT",
+    "SETTINGS",
+    "Config",
+    "ConfigError",
+    "GeminiConfig",
+    "GopherConfig",
+    "Setting",
+]
+
+DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
+"""Where C{--transport http} listens unless told otherwise: loopback only."""
+
+DEFAULT_BACKLOG = 4096
+"""
+The listen backlog of an HTTP endpoint that names none: enough for a burst
+of thousands of connections (Twisted's own default is 50).  Linux caps it at
+C{net.core.somaxconn}.
+"""
 
 
 class ConfigError(ValueError):

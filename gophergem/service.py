@@ -1,65 +1,51 @@
-# -*- test-case-name: tests.test_service -*-
+# -*- test-case-name: tests.test_service_http -*-
 """
 All the wiring: configuration in, a tree of Twisted services out.
 
-L{build_fetcher} assembles the fetch pipeline (resolver, address policy,
-connector, cache); L{makeService} puts the MCP endpoint on top: on stdin and
-stdout, or over Streamable HTTP in a C{twisted.web} site that also serves
-C{/health} and C{/.well-known/agent.gopher} (L{build_site}).  This is the
-only module that decides which concrete providers are used; nothing binds or
-connects until a service starts.
+L{makeService} builds the fetch pipeline (L{Fetcher.from_config}) and puts
+the MCP endpoint on top: on stdin and stdout
+(L{gophergem.mcp.stdio.StdioMCPService}), or over
+Streamable HTTP in a C{twisted.web} site that also serves C{/health} and
+C{/.well-known/agent.gopher} (L{build_site}).  This is the only module that
+decides which concrete providers are used; nothing binds or connects until
+a service starts.  L{install_asyncio_reactor} installs the reactor the MCP
+layer needs, for the console script and C{twistd}.
 """
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import os
 import sys
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import attrs
 from twisted.application.internet import StreamServerEndpointService
-from twisted.application.service import MultiService, Service
+from twisted.application.service import MultiService
 from twisted.internet.error import CannotListenError
-from twisted.internet.interfaces import IReactorCore
+from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
-from gophergem.client.connect import Connector, reactor_resolver
-from gophergem.config import Config
+from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
-from gophergem.fetcher.common import offloader
-from gophergem.fetcher.gemini import GeminiPipeline
-from gophergem.interfaces import IIdentityStore, IPinStore, IResolver
-from gophergem.policy.cache import ResponseCache
-from gophergem.policy.targets import AddressPolicy
-from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.paths import identity_store_dir, pin_store_path
-from gophergem.trust.pins import FilePinStore
+from gophergem.interfaces import IResolver
+
+if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
-    "DEFAULT_BACKLOG",
-    "DEFAULT_ENDPOINT",
     "HTTPListenService",
     "ListenError",
-    "StdioMCPService",
-    "build_fetcher",
-    "build_mcp_server",
     "build_site",
     "endpoint_security",
+    "install_asyncio_reactor",
     "makeService",
     "reserve_stdout",
     "with_backlog",
 ]
-
-DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
-"""Where C{--transport http} listens unless told otherwise: loopback only."""
-
-DEFAULT_BACKLOG = 4096
-"""
-The listen backlog of an HTTP endpoint that names none: enough for a burst
-of thousands of connections (Twisted's own default is 50).  Linux caps it at
-C{net.core.somaxconn}.
-"""
 
 
 def reserve_stdout() -> int:
@@ -77,139 +63,25 @@ def reserve_stdout() -> int:
     return wire
 
 
-def build_fetcher(
-    config: Config,
-    reactor: Any,
-    resolver: IResolver | None = None,
-    *,
-    pins: IPinStore | None = None,
-    identities: IIdentityStore | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Fetcher:
+def install_asyncio_reactor() -> bool:
     """
-    Assemble the fetch pipeline for C{config} on C{reactor}.
+    Install Twisted's asyncio reactor, which the MCP layer needs, unless a
+    reactor is installed already.
 
-    @param resolver: Where host names are looked up; the reactor's own
-        resolver when omitted.
-    @param pins: The TOFU pin store; by default the file store the
-        configuration names (none when TOFU is off).
-    @param identities: The client identity store; by default the file store
-        the configuration names (none when identities are off).
-    @param environ: The environment default store locations derive from.
+    @return: Whether the installed reactor is the asyncio one (C{False}
+        when another was chosen first, e.g. with C{twistd -r}).
     """
-    names = resolver if resolver is not None else reactor_resolver(reactor)
-    gopher, gemini = config.gopher, config.gemini
+    if "twisted.internet.reactor" in sys.modules:
+        from twisted.internet import reactor
+        from twisted.internet.asyncioreactor import AsyncioSelectorReactor
 
-    def connector(allow_local: bool, timeout: float) -> Connector:
-        return Connector(reactor, names, AddressPolicy(allow_local=allow_local), timeout)
+        return isinstance(reactor, AsyncioSelectorReactor)
+    from twisted.internet import asyncioreactor
 
-    def cache(settings: Any) -> ResponseCache | None:
-        if settings.cache_enabled and settings.cache_ttl_seconds > 0:
-            return ResponseCache(reactor, settings.cache_ttl_seconds, settings.max_cache_entries)
-        return None
-
-    environ = os.environ if environ is None else environ
-    if pins is None and gemini.tofu_enabled:
-        pins = FilePinStore(str(pin_store_path(gemini.tofu_storage_path, environ)))
-    if identities is None and gemini.client_certs_enabled:
-        identities = FileIdentityStore(
-            str(identity_store_dir(gemini.client_certs_storage_path, environ))
-        )
-    # Large responses are parsed on the reactor's thread pool, if it has one.
-    offload = offloader(reactor)
-    pipeline = GeminiPipeline(
-        reactor,
-        connector(gemini.allow_local_hosts, gemini.timeout_seconds),
-        gemini,
-        cache(gemini),
-        pins if gemini.tofu_enabled else None,
-        identities if gemini.client_certs_enabled else None,
-        offload=offload,
-    )
-    return Fetcher(
-        reactor,
-        connector(gopher.allow_local_hosts, gopher.timeout_seconds),
-        gopher,
-        cache(gopher),
-        pipeline,
-        offload=offload,
-    )
-
-
-@attrs.define
-class StdioMCPService(Service):
-    """
-    Serve MCP on this process's stdin and stdout.
-
-    Responses go to C{stdout_fd}; pass the descriptor L{reserve_stdout}
-    returned so that nothing else can write into the protocol stream.  When
-    the session ends (stdin closed and every owed response written, or
-    stdout gone), C{on_end} is called, which stops the reactor by default.
-    Stopping the service (SIGTERM) gives replies in flight C{stop_grace}
-    seconds, then gives them up.  L{exit_status} says whether any reply owed
-    was lost.
-    """
-
-    fetcher: Fetcher
-    reactor: Any
-    stdout_fd: int = 1
-    on_end: Callable[[], None] | None = None
-    config: Config | None = None
-    stop_grace: float = 2.0
-    protocol: Any = attrs.field(default=None, init=False)
-    _stopping: bool = attrs.field(default=False, init=False)
-
-    @property
-    def exit_status(self) -> int:
-        """C{0}, or C{1} when owed replies were lost or the session crashed."""
-        return 0 if self.protocol is None else int(self.protocol.exit_status)
-
-    def startService(self) -> None:
-        if TYPE_CHECKING:  # mypy reads stdio.StandardIO as the Windows one
-            from twisted.internet._posixstdio import StandardIO
-        else:
-            from twisted.internet.stdio import StandardIO
-
-        from gophergem.mcp.server import build_server
-        from gophergem.mcp.stdio import StdioMCPProtocol
-
-        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        if self.config is not None:
-            server = build_mcp_server(self.fetcher, self.config)
-        else:
-            server = build_server(self.fetcher)
-        drain = self.config.stdio_drain_seconds if self.config is not None else 0
-        self.protocol = StdioMCPProtocol(
-            server._lowlevel_server, drain_seconds=drain, clock=self.reactor
-        )
-        StandardIO(self.protocol, stdin=0, stdout=self.stdout_fd, reactor=self.reactor)
-        self.protocol.finished.addBoth(lambda _: self._ended())
-
-    def stopService(self) -> Any:
-        """Give replies in flight a short grace, then end the session."""
-        self._stopping = True
-        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        if self.protocol is None:
-            return None
-        return self.protocol.stop(self.stop_grace)
-
-    def _ended(self) -> None:
-        if self.on_end is not None:
-            self.on_end()
-        elif self._stopping:
-            return  # the reactor is already on its way down
-        elif IReactorCore.providedBy(self.reactor) and self.reactor.running:
-            self.reactor.stop()
-
-
-def build_mcp_server(fetcher: Fetcher, config: Config) -> Any:
-    """The SDK server with every tool, the policy resource and the prompts."""
-    from gophergem.mcp.extras import add_policy_and_prompts
-    from gophergem.mcp.server import build_server
-
-    server = build_server(fetcher)
-    add_policy_and_prompts(server, config)
-    return server
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    asyncioreactor.install(loop)
+    return True
 
 
 def _strport_parts(description: str) -> tuple[str, list[str], dict[str, str]]:
@@ -288,8 +160,6 @@ def with_backlog(endpoint: str, backlog: int = DEFAULT_BACKLOG) -> str:
 
 def _bind_facts(endpoint: str) -> tuple[bool, int | None]:
     """Whether C{endpoint} listens on loopback only, and its fixed port if it has one."""
-    import ipaddress
-
     kind, positional, named = _strport_parts(endpoint)
     if kind == "unix":
         return True, None
@@ -306,7 +176,9 @@ def _bind_facts(endpoint: str) -> tuple[bool, int | None]:
         return False, port
 
 
-def endpoint_security(endpoint: str, allowed_hosts: tuple[str, ...] | list[str] = ()) -> Any:
+def endpoint_security(
+    endpoint: str, allowed_hosts: tuple[str, ...] | list[str] = ()
+) -> TransportSecuritySettings:
     """
     The DNS-rebinding protection for an HTTP endpoint.
 
@@ -315,8 +187,6 @@ def endpoint_security(endpoint: str, allowed_hosts: tuple[str, ...] | list[str] 
     loopback with no C{allowed_hosts} accepts only loopback names, which is
     logged: clients reaching it by another name get 421.
     """
-    from twisted.logger import Logger
-
     from gophergem.mcp.web import transport_security
 
     loopback, port = _bind_facts(endpoint)
@@ -330,8 +200,12 @@ def endpoint_security(endpoint: str, allowed_hosts: tuple[str, ...] | list[str] 
 
 
 def build_site(
-    server: Any, config: Config, reactor: Any, *, security: Any = None
-) -> tuple[Any, Any]:
+    server: MCPServer[Any],
+    config: Config,
+    reactor: IReactorTime,
+    *,
+    security: TransportSecuritySettings | None = None,
+) -> tuple[BoundedSite, ASGIResource]:
     """
     The web site of the HTTP transport, and its MCP resource.
 
@@ -388,17 +262,20 @@ def makeService(
     if transport not in ("stdio", "http"):
         raise ValueError(f"unknown transport {transport!r}")
     top = MultiService()
-    fetcher = build_fetcher(config, reactor, resolver)
+    fetcher = Fetcher.from_config(config, reactor, resolver)
     if transport == "stdio":
+        from gophergem.mcp.stdio import StdioMCPService
+
         # Service.setServiceParent is unannotated in Twisted.
         StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config).setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
     from twisted.internet import endpoints
 
+    from gophergem.mcp.server import build_server
     from gophergem.mcp.web import LifespanService
 
     site, resource = build_site(
-        build_mcp_server(fetcher, config),
+        build_server(fetcher, config),
         config,
         reactor,
         security=endpoint_security(endpoint, allowed_hosts),

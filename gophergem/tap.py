@@ -17,7 +17,6 @@ C{--logfile} say otherwise (see L{twistd_log_observer}).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import sys
@@ -30,10 +29,9 @@ from twisted.python import usage
 from twisted.python.components import Componentized
 
 from gophergem._log import observer_for
-from gophergem.config import SETTINGS, Config, ConfigError
+from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
 
 __all__ = [
-    "DEFAULT_ENDPOINT",
     "Options",
     "exit_on_listen_error",
     "makeService",
@@ -41,7 +39,6 @@ __all__ = [
     "twistd_log_observer",
 ]
 
-DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
 TRANSPORTS = ("stdio", "http")
 
 _HOST_NAME = re.compile(r"^(\[[0-9a-f:.]+\]|[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?)(:[0-9]{1,5})?$")
@@ -221,20 +218,13 @@ def options_from_env(environ: Mapping[str, str]) -> Options:
 
 
 def _ensure_asyncio_reactor() -> None:
-    if "twisted.internet.reactor" in sys.modules:
-        from twisted.internet import reactor
-        from twisted.internet.asyncioreactor import AsyncioSelectorReactor
+    """Install the asyncio reactor unless one was chosen; another one is a usage error."""
+    from gophergem.service import install_asyncio_reactor
 
-        if not isinstance(reactor, AsyncioSelectorReactor):
-            raise usage.UsageError(
-                "gophergem needs the asyncio reactor; run twistd with -r asyncio or no -r at all."
-            )
-        return
-    from twisted.internet import asyncioreactor
-
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    asyncioreactor.install(loop)
+    if not install_asyncio_reactor():
+        raise usage.UsageError(
+            "gophergem needs the asyncio reactor; run twistd with -r asyncio or no -r at all."
+        )
 
 
 def makeService(options: Options) -> IService:

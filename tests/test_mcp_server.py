@@ -227,3 +227,45 @@ def test_incomplete_results_keep_to_the_schema() -> None:
     (menu,) = batch.structured_content["result"]
     assert menu["kind"] == "menu"
     assert (menu["incomplete"], menu["incomplete_reason"]) == (True, "connection_reset")
+
+
+def test_tools_are_the_module_level_functions() -> None:
+    """Every listed tool is a module-level function of a tool module; the server has the fetcher."""
+    import inspect
+
+    from gophergem.mcp import gemini_tools, gopher_tools, trust_tools
+
+    net, _ = network()
+    fetcher = net.fetcher()
+    server = build_server(fetcher)
+    assert server.fetcher is fetcher
+    functions = {
+        name: getattr(module, name)
+        for module in (gopher_tools, gemini_tools, trust_tools)
+        for name in module.__all__
+        if name.startswith(("gopher_", "gemini_"))
+    }
+    assert all(inspect.iscoroutinefunction(fn) for fn in functions.values())
+
+    async def body() -> Any:
+        async with Client(server) as client:
+            return await client.list_tools()
+
+    listed = run_with_network(net, body)
+    assert {tool.name for tool in listed.tools} == set(functions)
+
+
+def test_config_adds_the_policy_and_prompts() -> None:
+    """With a config the server also offers gophergem://policy and the two prompts."""
+    from gophergem.config import Config
+
+    net, _ = network()
+    server = build_server(net.fetcher(), Config())
+
+    async def body() -> tuple[Any, Any]:
+        async with Client(server) as client:
+            return await client.list_resources(), await client.list_prompts()
+
+    resources, prompts = run_with_network(net, body)
+    assert [str(r.uri) for r in resources.resources] == ["gophergem://policy"]
+    assert {p.name for p in prompts.prompts} == {"explore_capsule", "summarize_gemlog"}

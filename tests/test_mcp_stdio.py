@@ -23,7 +23,8 @@ from twisted.logger import LogLevel, capturedLogs, formatEvent
 from twisted.python.failure import Failure
 
 from gophergem.config import Config
-from gophergem.errors import TimeoutError as FetchTimeout
+from gophergem.errors import FetchTimeout
+from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import MessagePipe, StdioMCPProtocol, classify_line
 from gophergem.results import FetchFailure, RequestInfo
@@ -58,7 +59,7 @@ def line(message: dict[str, Any]) -> bytes:
 def session(lines: list[bytes]) -> list[dict[str, Any]]:
     """Feed C{lines}, then end of input; return every message written."""
     net, _ = network()
-    server = build_server(net.fetcher())._lowlevel_server
+    server = lowlevel_server(build_server(net.fetcher()))
     written: list[bytes] = []
 
     async def body() -> None:
@@ -273,7 +274,7 @@ def test_eof_waits_for_replies_however_long_they_take() -> None:
     run for an hour after it (the old pipe gave up after 10 s).
     """
     fetcher = _HeldFetcher()
-    server = build_server(fetcher)._lowlevel_server  # type: ignore[arg-type]
+    server = lowlevel_server(build_server(fetcher))  # type: ignore[arg-type]
     written: list[bytes] = []
 
     async def body(loop: _WarpLoop) -> None:
@@ -335,7 +336,7 @@ def stdio_session(
 ) -> list[str]:
     """Run C{body} with a protocol on a L{FakeStdio}; return what was logged."""
     fetcher = _HeldFetcher()
-    server = build_server(fetcher)._lowlevel_server  # type: ignore[arg-type]
+    server = lowlevel_server(build_server(fetcher))  # type: ignore[arg-type]
     clock = Clock()
     transport = FakeStdio(stuck=stuck)
 

@@ -19,7 +19,10 @@ from twisted.logger import capturedLogs
 from twisted.python import usage
 
 from gophergem import service, tap
-from gophergem.config import Config
+from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
+from gophergem.fetcher import Fetcher
+from gophergem.mcp.server import build_server
+from gophergem.mcp.stdio import StdioMCPService
 from gophergem.mcp.web import LifespanService
 
 
@@ -43,7 +46,7 @@ def test_defaults() -> None:
     assert options["transport"] == "stdio"
     assert options["endpoint"] == "tcp:8000:interface=127.0.0.1"
     assert options["allowed_hosts"] == ()
-    assert tap.DEFAULT_ENDPOINT == service.DEFAULT_ENDPOINT
+    assert options["endpoint"] == DEFAULT_ENDPOINT
 
 
 def test_http_options() -> None:
@@ -197,7 +200,7 @@ def test_stdio_service_tree() -> None:
     """stdio: one stdio service carrying the configuration (for the policy resource)."""
     top = service.makeService(OFFLINE, MemoryReactorClock(), transport="stdio")
     (only,) = list(top)
-    assert isinstance(only, service.StdioMCPService)
+    assert isinstance(only, StdioMCPService)
     assert only.config is OFFLINE
 
 
@@ -244,7 +247,7 @@ def test_with_backlog(endpoint: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("endpoint", "backlog"),
-    [("tcp:0:interface=127.0.0.1", service.DEFAULT_BACKLOG), ("tcp:0:backlog=7", 7)],
+    [("tcp:0:interface=127.0.0.1", DEFAULT_BACKLOG), ("tcp:0:backlog=7", 7)],
 )
 def test_http_listens_with_a_large_backlog(endpoint: str, backlog: int) -> None:
     """The daemon's port is opened with the default backlog, or the one the endpoint names."""
@@ -252,7 +255,7 @@ def test_http_listens_with_a_large_backlog(endpoint: str, backlog: int) -> None:
     top = service.makeService(OFFLINE, reactor, transport="http", endpoint=endpoint)
     top.getServiceNamed("http").privilegedStartService()
     assert reactor.tcpServers[0][2] == backlog
-    assert service.DEFAULT_BACKLOG >= 3000
+    assert DEFAULT_BACKLOG >= 3000
 
 
 # --- settings reach the site ---------------------------------------------------------------
@@ -353,7 +356,7 @@ def test_site_applies_the_endpoint_host_rules(path: str) -> None:
     """/health and agent.gopher refuse a Host that /mcp would refuse."""
     security = service.endpoint_security("tcp:8000:interface=127.0.0.1")
     site, _ = service.build_site(
-        service.build_mcp_server(service.build_fetcher(OFFLINE, MemoryReactorClock()), OFFLINE),
+        build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
         OFFLINE,
         MemoryReactorClock(),
         security=security,
@@ -373,7 +376,7 @@ def test_unix_socket_accepts_a_bare_localhost() -> None:
             for allowed in settings.allowed_hosts
         ), host
     site, _ = service.build_site(
-        service.build_mcp_server(service.build_fetcher(OFFLINE, MemoryReactorClock()), OFFLINE),
+        build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
         OFFLINE,
         MemoryReactorClock(),
         security=settings,

@@ -1,8 +1,16 @@
 """
-The MCP front door, on the official SDK: the tools (L{gophergem.mcp.server},
-L{gophergem.mcp.gemini_tools}), the payloads (L{gophergem.mcp.results}), the
-policy resource and prompts (L{gophergem.mcp.extras}), discovery
-(L{gophergem.mcp.discovery}) and the transports (L{gophergem.mcp.stdio},
-L{gophergem.mcp.web}).  Only this package imports the SDK or asyncio;
-importing the package itself loads neither.
+The MCP front door, on the official SDK.
+
+  - L{gophergem.mcp.server}: builds the SDK server from the rest;
+  - L{gophergem.mcp.gopher_tools}, L{gophergem.mcp.gemini_tools},
+    L{gophergem.mcp.trust_tools}: the tools, by concern;
+  - L{gophergem.mcp.payloads}: the output models, where results become
+    MCP payloads;
+  - L{gophergem.mcp.policy} and L{gophergem.mcp.prompts}: the policy
+    resource and the prompts;
+  - L{gophergem.mcp.stdio}, L{gophergem.mcp.web}: the transports;
+    L{gophergem.mcp.discovery}: C{/health} and C{/.well-known/agent.gopher}.
+
+Only this package imports the SDK or asyncio; importing the package itself
+loads neither.
 """

@@ -34,7 +34,7 @@ from twisted.web.resource import IResource, Resource
 
 from gophergem._version import __version__
 from gophergem.config import Config
-from gophergem.mcp.extras import POLICY_URI, policy_text
+from gophergem.mcp.policy import POLICY_URI, policy_text
 from gophergem.mcp.web import foreign_request, refuse, transport_security
 
 __all__ = [

@@ -16,6 +16,7 @@ own stdio transport in three ways the specification asks for:
 L{StdioMCPProtocol} is the Twisted side: a line receiver on C{StandardIO}
 that survives stdin closing while stdout is still needed, and ends the
 session at once when stdout is gone (no reply can be delivered any more).
+L{StdioMCPService} runs one on this process's stdin and stdout.
 Replies are given up on only when stdout is gone, when the optional
 C{GOPHERGEM_STDIO_DRAIN_SECONDS} runs out after end of input, or when the
 shutdown grace of L{StdioMCPProtocol.stop} (SIGTERM) runs out; they are
@@ -30,21 +31,33 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
+from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
-from twisted.internet.interfaces import IDelayedCall, IHalfCloseableProtocol, IReactorTime
+from twisted.internet.interfaces import (
+    IDelayedCall,
+    IHalfCloseableProtocol,
+    IReactorCore,
+    IReactorTime,
+)
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-__all__ = ["MessagePipe", "StdioMCPProtocol", "classify_line"]
+from gophergem.config import Config
+from gophergem.interfaces import IFetcher
+from gophergem.mcp._sdk import lowlevel_server
+from gophergem.mcp.server import build_server
+
+__all__ = ["MessagePipe", "StdioMCPProtocol", "StdioMCPService", "classify_line"]
 
 log = Logger()
 
@@ -461,3 +474,66 @@ class StdioMCPProtocol(Protocol):
             self._pipe.abandon("standard input and output closed")
         else:
             self._finish()
+
+
+@attrs.define
+class StdioMCPService(Service):
+    """
+    Serve MCP on this process's stdin and stdout.
+
+    Responses go to C{stdout_fd}; pass the descriptor
+    L{gophergem.service.reserve_stdout} returned so that nothing else can
+    write into the protocol stream.  When the session ends (stdin closed and
+    every owed response written, or stdout gone), C{on_end} is called, which
+    stops the reactor by default.  Stopping the service (SIGTERM) gives
+    replies in flight C{stop_grace} seconds, then gives them up.
+    L{exit_status} says whether any reply owed was lost.
+
+    @ivar config: The configuration: the server then has the policy resource
+        and the prompts, and C{GOPHERGEM_STDIO_DRAIN_SECONDS} applies.
+    """
+
+    fetcher: IFetcher
+    reactor: Any
+    stdout_fd: int = 1
+    on_end: Callable[[], None] | None = None
+    config: Config | None = None
+    stop_grace: float = STOP_GRACE_SECONDS
+    protocol: StdioMCPProtocol | None = attrs.field(default=None, init=False)
+    _stopping: bool = attrs.field(default=False, init=False)
+
+    @property
+    def exit_status(self) -> int:
+        """C{0}, or C{1} when owed replies were lost or the session crashed."""
+        return 0 if self.protocol is None else int(self.protocol.exit_status)
+
+    def startService(self) -> None:
+        if TYPE_CHECKING:  # mypy reads stdio.StandardIO as the Windows one
+            from twisted.internet._posixstdio import StandardIO
+        else:
+            from twisted.internet.stdio import StandardIO
+
+        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        server = build_server(self.fetcher, self.config)
+        drain = self.config.stdio_drain_seconds if self.config is not None else 0
+        self.protocol = StdioMCPProtocol(
+            lowlevel_server(server), drain_seconds=drain, clock=self.reactor
+        )
+        StandardIO(self.protocol, stdin=0, stdout=self.stdout_fd, reactor=self.reactor)
+        self.protocol.finished.addBoth(lambda _: self._ended())
+
+    def stopService(self) -> Deferred[None] | None:
+        """Give replies in flight a short grace, then end the session."""
+        self._stopping = True
+        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if self.protocol is None:
+            return None
+        return self.protocol.stop(self.stop_grace)
+
+    def _ended(self) -> None:
+        if self.on_end is not None:
+            self.on_end()
+        elif self._stopping:
+            return  # the reactor is already on its way down
+        elif IReactorCore.providedBy(self.reactor) and self.reactor.running:
+            self.reactor.stop()

@@ -48,6 +48,8 @@ from twisted.python.failure import Failure
 from twisted.web import http, server
 from twisted.web.resource import Resource
 
+from gophergem.mcp._sdk import discard_session, live_sessions
+
 __all__ = [
     "DRAIN_SECONDS",
     "MAX_BODY_SIZE",
@@ -723,8 +725,8 @@ class SessionLimit:
     2026-07-28 era open no session and are never limited.
 
     It reads which sessions are live from the manager, and closes one the
-    way the manager does itself (C{_server_instances}, C{_discard_session}:
-    pinned by the tests to the SDK version in use).
+    way the manager does itself (L{gophergem.mcp._sdk}, where the SDK's
+    private names are kept and tested).
     """
 
     def __init__(self, manager: Any, max_sessions: int) -> None:
@@ -739,8 +741,7 @@ class SessionLimit:
 
     @property
     def _live(self) -> dict[str, Any]:
-        live: dict[str, Any] = self._manager._server_instances
-        return live
+        return live_sessions(self._manager)
 
     async def __call__(
         self,
@@ -828,7 +829,7 @@ class SessionLimit:
             )
             self._last_used.pop(oldest, None)
             # Forgets the session at once, then ends its streams.
-            await self._manager._discard_session(oldest, live[oldest])
+            await discard_session(self._manager, oldest, live[oldest])
         return True
 
 

@@ -1,22 +1,27 @@
-# -*- test-case-name: tests.test_mcp_results -*-
+# -*- test-case-name: tests.test_mcp_payloads -*-
 """
-Where fetch results become MCP payloads: the output models (their JSON
-schemas are the tools' C{outputSchema}) and the compact text block.
+The MCP payloads: the only place domain values become MCP output.
 
-L{payload} turns a L{gophergem.results} value into the complete structured
-payload; L{compact_text} prints the same facts as the compact JSON text block
-a model reads, without fields that only repeat defaults or that another field
-already carries.  This module imports pydantic but not the MCP SDK, so the
-CLI can print payloads without loading the server.
+The output models here are the tools' C{outputSchema}: the fetch results,
+the trust and identity listings and updates, and the error every tool may
+return.  L{payload} turns a L{gophergem.results} value into its complete
+structured payload, one builder per result type; L{compact_text} prints the
+same facts as the compact JSON text block a model reads, without fields that
+only repeat defaults or that another field already carries.  This module
+imports pydantic but not the MCP SDK, so the CLI can print payloads without
+loading the server.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from gophergem.errors import GophergemError
 from gophergem.results import (
     BinaryResult,
     CacheInfo,
@@ -25,6 +30,7 @@ from gophergem.results import (
     FetchResult,
     GeminiBinaryResult,
     GeminiRequestInfo,
+    GeminiResult,
     GemtextResult,
     InputResult,
     MenuResult,
@@ -35,27 +41,41 @@ from gophergem.results import (
     TextResult,
     Window,
 )
+from gophergem.wire.gemtext import GemtextLine, Link
+from gophergem.wire.gopher import selector_text
 
 __all__ = [
     "ERROR_CODES",
     "BatchPayload",
+    "ClientCertListResult",
+    "ClientCertUpdateResult",
+    "ErrorModel",
     "GeminiBatchPayload",
     "GeminiPayload",
     "GopherPayload",
+    "TrustListResult",
+    "TrustUpdateResult",
     "compact_text",
     "error_payload",
     "payload",
+    "tool_error_payload",
 ]
 
-ERROR_CODES = (
-    "INVALID_REQUEST", "NOT_FETCHABLE", "BLOCKED", "BLOCKED_BY_ROBOTS", "ROBOTS_UNAVAILABLE",
-    "DNS_ERROR", "CONNECTION_FAILED", "TIMEOUT", "TLS_ERROR", "PROTOCOL_ERROR", "FETCH_ERROR",
-    "CONTENT_FILTERED", "TEMPORARY_ERROR", "PERMANENT_ERROR", "SLOW_DOWN", "INVALID_REDIRECT",
-    "INVALID_STATUS", "CERTIFICATE_CHANGED", "CERTIFICATE_EXPIRED", "CERTIFICATE_NOT_YET_VALID",
-    "CERTIFICATE_UNVERIFIED", "CERTIFICATE_STORE_UNAVAILABLE", "CERTIFICATE_EXISTS",
-    "FINGERPRINT_MISMATCH", "USER_DECLINED", "TOFU_DISABLED", "CLIENT_CERTS_DISABLED",
-    "PIN_EXISTS",
-)  # fmt: skip
+
+def _error_classes(cls: type[GophergemError]) -> Iterator[type[GophergemError]]:
+    for subclass in cls.__subclasses__():  # in the order errors.py defines them
+        yield subclass
+        yield from _error_classes(subclass)
+
+
+ERROR_CODES: tuple[str, ...] = tuple(
+    dict.fromkeys(cls.code for cls in _error_classes(GophergemError))
+)
+"""
+Every stable error code: the C{code} of each L{GophergemError} subclass, in
+the order C{gophergem.errors} defines them (the order of SPEC section 3), so
+the output schemas do not change when the module is merely reshuffled.
+"""
 
 SIZE_CAP_NOTE = (
     "The server sent more than the configured size cap; this is the part that "
@@ -382,6 +402,95 @@ class GeminiBatchPayload(_Model):
     )
 
 
+# --- the trust and identity tools ------------------------------------------
+
+
+class TrustEntryModel(_Model):
+    """One pin."""
+
+    host: str
+    port: int
+    fingerprint: str
+    first_seen: str
+    last_seen: str
+    expires: str | None
+    expired: bool
+
+
+class TrustListPayload(_Model):
+    """The pin store."""
+
+    kind: Literal["trust_list"]
+    entries: list[TrustEntryModel]
+
+
+class TrustUpdatePayload(_Model):
+    """What a trust update did."""
+
+    kind: Literal["trust_update"]
+    action: Literal["remove", "pin"]
+    host: str
+    port: int
+    fingerprint: str
+
+
+class ClientCertEntryModel(_Model):
+    """One client identity (never its key or where it is kept)."""
+
+    url: str
+    host: str
+    port: int
+    path: str
+    fingerprint: str
+    not_before: str
+    not_after: str
+    expired: bool
+
+
+class ClientCertListPayload(_Model):
+    """The identity store."""
+
+    kind: Literal["client_cert_list"]
+    entries: list[ClientCertEntryModel]
+
+
+class ClientCertUpdatePayload(_Model):
+    """What an identity update did."""
+
+    kind: Literal["client_cert_update"]
+    action: Literal["create", "remove"]
+    entry: ClientCertEntryModel
+
+
+class ToolErrorPayload(_Model):
+    """The tool could not do what was asked; nothing changed."""
+
+    kind: Literal["error"]
+    error: ErrorModel
+
+
+def _or_error(model: type[BaseModel]) -> type[RootModel[Any]]:
+    """The output model of a tool that returns C{model} or a L{ToolErrorPayload}."""
+    union = Annotated[model | ToolErrorPayload, Field(discriminator="kind")]  # type: ignore[valid-type]
+
+    class Payload(RootModel[union]):
+        model_config = ConfigDict(json_schema_extra={"type": "object"})
+
+    Payload.__name__ = model.__name__.replace("Payload", "Result")
+    return Payload
+
+
+TrustListResult = _or_error(TrustListPayload)
+TrustUpdateResult = _or_error(TrustUpdatePayload)
+ClientCertListResult = _or_error(ClientCertListPayload)
+ClientCertUpdateResult = _or_error(ClientCertUpdatePayload)
+
+
+def tool_error_payload(error: GophergemError) -> dict[str, Any]:
+    """The payload of a trust or identity tool that did nothing: C{error}, and why."""
+    return {"kind": "error", "error": error.fields()}
+
+
 # --- payloads ---------------------------------------------------------------
 
 
@@ -400,6 +509,18 @@ def _request_info(info: RequestInfo) -> dict[str, Any]:
     return out
 
 
+def _gemini_info(info: GeminiRequestInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"url": info.url}
+    for name in (
+        "timestamp", "host", "port", "path", "has_query", "tls_version", "cipher",
+        "cert_fingerprint", "tofu_warning", "client_cert_warning", "input_redacted",
+    ):  # fmt: skip
+        value = getattr(info, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
 def _cache(cache: CacheInfo) -> dict[str, Any]:
     return {
         "cached": cache.cached,
@@ -408,7 +529,8 @@ def _cache(cache: CacheInfo) -> dict[str, Any]:
     }
 
 
-def _window(window: Window, total_key: str) -> dict[str, Any]:
+def _window_fields(window: Window, total_key: str) -> dict[str, Any]:
+    """The window keys of a payload: where it ends, what is left, and the size-cap note."""
     out: dict[str, Any] = {
         "truncated": window.truncated,
         "next_offset": window.next_offset,
@@ -420,8 +542,10 @@ def _window(window: Window, total_key: str) -> dict[str, Any]:
     return out
 
 
-def error_payload(info: Any, error: Any) -> dict[str, Any]:
-    """The payload of a failure; C{error} is a L{gophergem.errors.GophergemError}."""
+def error_payload(
+    info: RequestInfo | GeminiRequestInfo | None, error: GophergemError
+) -> dict[str, Any]:
+    """The payload of a failure to fetch what C{info} describes (if anything)."""
     if isinstance(info, GeminiRequestInfo):
         shown = _gemini_info(info)
     elif info is not None:
@@ -431,140 +555,177 @@ def error_payload(info: Any, error: Any) -> dict[str, Any]:
     return {"kind": "error", "request_info": shown, "error": error.fields()}
 
 
-def payload(result: FetchResult) -> dict[str, Any]:
-    """Turn a fetch result into its complete structured payload."""
-    if isinstance(result, MenuResult):
-        return {
-            "kind": "menu",
-            "request_info": _request_info(result.request_info),
-            "items": [
-                {
-                    "type": item.item_type,
-                    "title": item.title,
-                    "selector": _selector(item.selector),
-                    "host": item.host,
-                    "port": item.port,
-                    "next_url": item.next_url,
-                }
-                for item in result.items
-            ],
-            **_window(result.window, "total_items"),
-            **_cache(result.cache),
-            **_incomplete_fields(result.incomplete_reason, result.window.size_capped),
-        }
-    if isinstance(result, TextResult):
-        return {
-            "kind": "text",
-            "request_info": _request_info(result.request_info),
-            "text": result.text,
-            "bytes": result.size,
-            "charset": result.charset,
-            **_decoding(result.decoding),
-            **_window(result.window, "total_chars"),
-            **_cache(result.cache),
-            **_incomplete_fields(result.incomplete_reason, result.window.size_capped),
-        }
-    if isinstance(result, BinaryResult):
-        out = {
-            "kind": "binary",
-            "request_info": _request_info(result.request_info),
-            "bytes": result.size,
-            "mime_type": result.mime_type,
-            "note": result.note + (" " + SIZE_CAP_NOTE if result.size_capped else ""),
-            **_cache(result.cache),
-        }
-        if result.size_capped:
-            out["size_capped"] = True
-        return _incomplete(out, result.incomplete_reason)
-    if isinstance(result, GemtextResult):
-        out = {
-            "kind": "gemtext",
-            "request_info": _gemini_info(result.request_info),
-            "document": {
-                "lines": [_line(line) for line in result.lines],
-                "links": [_link(link) for link in result.links],
-            },
-            "size": result.size,
-            "charset": result.charset,
-            **_decoding(result.decoding),
-            "lang": result.lang,
-            **_window(result.window, "total_chars"),
-            **_cache(result.cache),
-        }
-        if result.feed_entries:
-            out["feed_entries"] = [
-                {"date": e.date, "title": e.title, "url": e.url} for e in result.feed_entries
-            ]
-        return _incomplete(out, result.incomplete_reason)
-    if isinstance(result, PartialLineResult):
-        out = {
-            "kind": "gemtext",
-            "request_info": _gemini_info(result.request_info),
-            "text": result.text,
-            "partial_line": True,
-            "size": result.size,
-            "charset": result.charset,
-            **_decoding(result.decoding),
-            **_window(result.window, "total_chars"),
-            **_cache(result.cache),
-        }
-        return _incomplete(out, result.incomplete_reason)
-    if isinstance(result, SuccessResult):
-        mime = result.mime
-        out = {
-            "kind": "success",
-            "request_info": _gemini_info(result.request_info),
-            "content": result.content,
-            "mime_type": {
-                "type": mime.type,
-                "subtype": mime.subtype,
-                "charset": mime.charset,
-                "lang": mime.lang,
-            },
-            **_decoding(result.decoding),
-            "size": result.size,
-            **_window(result.window, "total_chars"),
-            **_cache(result.cache),
-        }
-        return _incomplete(out, result.incomplete_reason)
-    if isinstance(result, GeminiBinaryResult):
-        out = {
-            "kind": "binary",
-            "request_info": _gemini_info(result.request_info),
-            "size": result.size,
-            "mime_type": result.mime_type,
-            "note": result.note + (" " + SIZE_CAP_NOTE if result.size_capped else ""),
-            **_cache(result.cache),
-        }
-        if result.size_capped:
-            out["size_capped"] = True
-        return _incomplete(out, result.incomplete_reason)
-    if isinstance(result, InputResult):
-        return {
-            "kind": "input",
-            "request_info": _gemini_info(result.request_info),
-            "prompt": result.prompt,
-            "sensitive": result.sensitive,
-        }
-    if isinstance(result, RedirectResult):
-        return {
-            "kind": "redirect",
-            "request_info": _gemini_info(result.request_info),
-            "new_url": result.new_url,
-            "permanent": result.permanent,
-            "cross_host": result.cross_host,
-            "scheme": result.scheme,
-        }
-    if isinstance(result, CertificateResult):
-        return {
-            "kind": "certificate",
-            "request_info": _gemini_info(result.request_info),
-            "status": result.status,
-            "required": result.required,
-            "message": result.message,
-            "next_step": result.next_step,
-        }
-    assert isinstance(result, FetchFailure)
+@functools.singledispatch
+def payload(result: FetchResult | GeminiResult) -> dict[str, Any]:
+    """
+    Turn a fetch result into its complete structured payload.
+
+    One builder per result type is registered below; a value of any other
+    type is a programming error.
+    """
+    raise TypeError(f"no payload for {type(result).__name__}")
+
+
+@payload.register
+def _menu(result: MenuResult) -> dict[str, Any]:
+    return {
+        "kind": "menu",
+        "request_info": _request_info(result.request_info),
+        "items": [
+            {
+                "type": item.item_type,
+                "title": item.title,
+                "selector": selector_text(item.selector),
+                "host": item.host,
+                "port": item.port,
+                "next_url": item.next_url,
+            }
+            for item in result.items
+        ],
+        **_window_fields(result.window, "total_items"),
+        **_cache(result.cache),
+        **_incomplete_fields(result.incomplete_reason, result.window.size_capped),
+    }
+
+
+@payload.register
+def _text(result: TextResult) -> dict[str, Any]:
+    return {
+        "kind": "text",
+        "request_info": _request_info(result.request_info),
+        "text": result.text,
+        "bytes": result.size,
+        "charset": result.charset,
+        **_decoding(result.decoding),
+        **_window_fields(result.window, "total_chars"),
+        **_cache(result.cache),
+        **_incomplete_fields(result.incomplete_reason, result.window.size_capped),
+    }
+
+
+@payload.register
+def _binary(result: BinaryResult) -> dict[str, Any]:
+    return _described(result, _request_info(result.request_info), "bytes")
+
+
+@payload.register
+def _gemtext(result: GemtextResult) -> dict[str, Any]:
+    out = {
+        "kind": "gemtext",
+        "request_info": _gemini_info(result.request_info),
+        "document": {
+            "lines": [_line(line) for line in result.lines],
+            "links": [_link(link) for link in result.links],
+        },
+        "size": result.size,
+        "charset": result.charset,
+        **_decoding(result.decoding),
+        "lang": result.lang,
+        **_window_fields(result.window, "total_chars"),
+        **_cache(result.cache),
+    }
+    if result.feed_entries:
+        out["feed_entries"] = [
+            {"date": e.date, "title": e.title, "url": e.url} for e in result.feed_entries
+        ]
+    return _incomplete(out, result.incomplete_reason)
+
+
+@payload.register
+def _partial_line(result: PartialLineResult) -> dict[str, Any]:
+    out = {
+        "kind": "gemtext",
+        "request_info": _gemini_info(result.request_info),
+        "text": result.text,
+        "partial_line": True,
+        "size": result.size,
+        "charset": result.charset,
+        **_decoding(result.decoding),
+        **_window_fields(result.window, "total_chars"),
+        **_cache(result.cache),
+    }
+    return _incomplete(out, result.incomplete_reason)
+
+
+@payload.register
+def _success(result: SuccessResult) -> dict[str, Any]:
+    mime = result.mime
+    out = {
+        "kind": "success",
+        "request_info": _gemini_info(result.request_info),
+        "content": result.content,
+        "mime_type": {
+            "type": mime.type,
+            "subtype": mime.subtype,
+            "charset": mime.charset,
+            "lang": mime.lang,
+        },
+        **_decoding(result.decoding),
+        "size": result.size,
+        **_window_fields(result.window, "total_chars"),
+        **_cache(result.cache),
+    }
+    return _incomplete(out, result.incomplete_reason)
+
+
+@payload.register
+def _gemini_binary(result: GeminiBinaryResult) -> dict[str, Any]:
+    return _described(result, _gemini_info(result.request_info), "size")
+
+
+def _described(
+    result: BinaryResult | GeminiBinaryResult, request_info: dict[str, Any], size_key: str
+) -> dict[str, Any]:
+    """The payload of a binary of either protocol: described, never returned."""
+    out = {
+        "kind": "binary",
+        "request_info": request_info,
+        size_key: result.size,
+        "mime_type": result.mime_type,
+        "note": result.note + (" " + SIZE_CAP_NOTE if result.size_capped else ""),
+        **_cache(result.cache),
+    }
+    if result.size_capped:
+        out["size_capped"] = True
+    return _incomplete(out, result.incomplete_reason)
+
+
+@payload.register
+def _input(result: InputResult) -> dict[str, Any]:
+    return {
+        "kind": "input",
+        "request_info": _gemini_info(result.request_info),
+        "prompt": result.prompt,
+        "sensitive": result.sensitive,
+    }
+
+
+@payload.register
+def _redirect(result: RedirectResult) -> dict[str, Any]:
+    return {
+        "kind": "redirect",
+        "request_info": _gemini_info(result.request_info),
+        "new_url": result.new_url,
+        "permanent": result.permanent,
+        "cross_host": result.cross_host,
+        "scheme": result.scheme,
+    }
+
+
+@payload.register
+def _certificate(result: CertificateResult) -> dict[str, Any]:
+    return {
+        "kind": "certificate",
+        "request_info": _gemini_info(result.request_info),
+        "status": result.status,
+        "required": result.required,
+        "message": result.message,
+        "next_step": result.next_step,
+    }
+
+
+@payload.register
+def _failure(result: FetchFailure) -> dict[str, Any]:
     return error_payload(result.request_info, result.error)
 
 
@@ -606,23 +767,11 @@ def _decoding(decoding: str) -> dict[str, Any]:
     return {} if decoding == "clean" else {"decoding": decoding}
 
 
-def _gemini_info(info: GeminiRequestInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"url": info.url}
-    for name in (
-        "timestamp", "host", "port", "path", "has_query", "tls_version", "cipher",
-        "cert_fingerprint", "tofu_warning", "client_cert_warning", "input_redacted",
-    ):  # fmt: skip
-        value = getattr(info, name)
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def _link(link: Any) -> dict[str, Any]:
+def _link(link: Link) -> dict[str, Any]:
     return {"url": link.url, "text": link.text}
 
 
-def _line(line: Any) -> dict[str, Any]:
+def _line(line: GemtextLine) -> dict[str, Any]:
     out: dict[str, Any] = {"type": line.type, "content": line.content}
     for name in ("text", "level", "alt_text", "language"):
         value = getattr(line, name, None)
@@ -632,12 +781,6 @@ def _line(line: Any) -> dict[str, Any]:
     if link is not None:
         out["link"] = _link(link)
     return out
-
-
-def _selector(raw: bytes) -> str:
-    from gophergem.wire.gopher import selector_text
-
-    return selector_text(raw)
 
 
 # --- the compact text block -------------------------------------------------

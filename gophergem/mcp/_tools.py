@@ -1,0 +1,155 @@
+# -*- test-case-name: tests.test_mcp_tools -*-
+"""
+What the tool modules share: the tool annotations, finding the fetcher a
+tool serves, awaiting its Deferreds, shaping a tool result, and asking the
+user (the SDK's C{Elicit} answers).
+
+Tools are module-level functions; the L{IFetcher} they call is the one the
+server was built with, found through the call's C{Context} (L{fetcher_of}),
+so no tool closes over it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+from twisted.internet.defer import Deferred
+
+from gophergem.errors import GophergemError
+from gophergem.interfaces import IFetcher
+from gophergem.mcp.payloads import compact_text, payload, tool_error_payload
+from gophergem.results import FetchResult, GeminiResult
+
+__all__ = [
+    "DESTRUCTIVE",
+    "DESTRUCTIVE_IDEMPOTENT",
+    "LOCAL_READ",
+    "READ_ONLY",
+    "Consent",
+    "asked",
+    "batch_result",
+    "can_ask",
+    "confirmed",
+    "fetcher_of",
+    "may_proceed",
+    "tool_error",
+    "tool_result",
+    "wait_for",
+]
+
+T = TypeVar("T")
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False)
+"""The fetch tools: they read the open world and change nothing."""
+
+LOCAL_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False, destructive_hint=False)
+"""The listing tools: they read local stores."""
+
+DESTRUCTIVE_IDEMPOTENT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+"""C{gemini_trust_update}: changes a local store; doing it twice is doing it once."""
+
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+"""C{gemini_client_cert_update}: changes a local store (a new key each time)."""
+
+
+def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
+    """The L{IFetcher} of the server running this call (see L{gophergem.mcp.server})."""
+    fetcher: IFetcher | None = getattr(ctx.mcp_server, "fetcher", None)
+    if fetcher is None:
+        raise RuntimeError("gophergem tools run on a server built by gophergem.mcp.server")
+    return fetcher
+
+
+async def wait_for(d: Deferred[T]) -> T:
+    """Await a Twisted Deferred from asyncio code on the shared loop."""
+    return await d.asFuture(asyncio.get_running_loop())
+
+
+def tool_result(data: dict[str, Any], *, error: bool | None = None) -> CallToolResult:
+    """
+    A tool result: C{data} as structured content and as the compact text
+    block; an error when C{data} is of kind error (unless C{error} says).
+    """
+    return CallToolResult(
+        content=[TextContent(type="text", text=compact_text(data))],
+        structured_content=data,
+        is_error=data.get("kind") == "error" if error is None else error,
+    )
+
+
+def tool_error(error: GophergemError) -> CallToolResult:
+    """The result of a trust or identity tool that did nothing, saying why."""
+    return tool_result(tool_error_payload(error))
+
+
+async def batch_result(
+    start: Callable[[], Deferred[list[FetchResult]] | Deferred[list[GeminiResult]]],
+) -> CallToolResult:
+    """
+    Run a batch fetch: C{{"result": [...]}} in input order, never an error;
+    or, when the batch itself is refused (empty, too long), C{isError} with
+    the reason under C{error}, whether C{start} raised it or its Deferred
+    failed with it.
+    """
+    try:
+        results: list[Any] = await wait_for(start())
+    except GophergemError as error:
+        refused = error.fields()
+        return CallToolResult(
+            content=[TextContent(type="text", text=compact_text({"error": refused}))],
+            structured_content={"result": [], "error": refused},
+            is_error=True,
+        )
+    return tool_result({"result": [payload(r) for r in results]}, error=False)
+
+
+# --- asking the user ----------------------------------------------------------
+
+
+class Consent(BaseModel):
+    """The user's answer to a yes/no question."""
+
+    confirm: bool = Field(description="Yes, go ahead.")
+
+
+def can_ask(ctx: Context[Any, Any]) -> bool:
+    """Whether the client can put a form question to the user."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+# A tool's "consent" parameter is None when its resolver asked nobody, yet its
+# annotation cannot say "| None": the SDK reads it, and would then unwrap the
+# outcome (a decline would abort the call) instead of passing it on.
+
+
+def asked(answer: Any) -> bool:
+    """Whether the user was asked at all (a resolver returning None asks nobody)."""
+    return not (isinstance(answer, AcceptedElicitation) and answer.data is None) and (
+        answer is not None
+    )
+
+
+def confirmed(answer: Any) -> bool:
+    """Whether the user said yes; C{False} when they declined or cancelled."""
+    return (
+        isinstance(answer, AcceptedElicitation)
+        and isinstance(answer.data, Consent)
+        and answer.data.confirm
+    )
+
+
+def may_proceed(answer: Any) -> bool:
+    """For the update tools: go ahead when nobody could be asked, or the user said yes."""
+    return not asked(answer) or confirmed(answer)
