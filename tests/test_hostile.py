@@ -22,7 +22,7 @@ import pytest
 from twisted.internet.defer import Deferred
 from twisted.logger import LogEvent, formatEvent, globalLogPublisher
 
-from gophergem.mcp.results import GeminiPayload, GopherPayload, compact_text, payload
+from gophergem.mcp.payloads import GeminiPayload, GopherPayload, compact_text, payload
 from gophergem.policy.pacing import MAX_SLOW_DOWN_SECONDS
 from gophergem.results import (
     FetchFailure,

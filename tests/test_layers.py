@@ -1,28 +1,124 @@
 """
-The import layering of STYLE.md, checked by reading every module's imports.
+The shape of the package, checked by reading every module's source: the
+import layering of STYLE.md and docs/architecture.md, no import cycles, and
+C{test-case-name} headers that name test modules which exist.
+
+Imports are read from the AST and sorted by where they sit:
+
+  - C{module}: run at import time (at module level, also inside C{try} or
+    an C{if} other than C{if TYPE_CHECKING});
+  - C{function}: run when a function is called (a lazy import);
+  - C{type}: inside C{if TYPE_CHECKING:}, seen only by the type checker.
+
+A lazy import counts like a module-level one, for cycles and for layers
+alike: it only hides a dependency from the interpreter at start-up, not from
+a reader (the circle issue 12 removed was a lazy import).  A C{TYPE_CHECKING}
+import does not count: naming a type from a higher layer in an annotation is
+how a lower layer states what it is handed.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
+from typing import Literal
 
+import attrs
 import pytest
 
 PACKAGE = Path(__file__).parent.parent / "gophergem"
+TESTS = Path(__file__).parent
 
 PURE_ALLOWED = {"attrs", "idna", "gophergem"}
 
+Where = Literal["module", "function", "type"]
+
+
+# --- reading the package ---------------------------------------------------------------
+
+
+@attrs.frozen
+class Import:
+    """One imported module, as the importing module names it."""
+
+    target: str
+    where: Where
+    line: int
+
+
+def module_name(path: Path) -> str:
+    """C{gophergem/fetcher/gopher.py} -> C{gophergem.fetcher.gopher}; packages by their name."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@cache
+def package_modules() -> dict[str, Path]:
+    """Every module of gophergem, by dotted name."""
+    return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST, where: Where) -> Iterator[tuple[ast.AST, Where]]:
+    """Every node under C{node}, with where an import there would run."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for statement in child.body:
+                yield statement, "type"
+                yield from _walk(statement, "type")
+            for statement in child.orelse:
+                yield statement, where
+                yield from _walk(statement, where)
+            continue
+        inner: Where = where
+        if where == "module" and isinstance(
+            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+        ):
+            inner = "function"
+        yield child, where
+        yield from _walk(child, inner)
+
+
+def imports_in(path: Path) -> list[Import]:
+    """Every import in C{path}, relative ones made absolute, C{from p import m} as C{p.m}."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[Import] = []
+    for node, where in _walk(ast.parse(path.read_text()), "module"):
+        if isinstance(node, ast.Import):
+            found.extend(Import(alias.name, where, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                target = submodule if submodule in package_modules() else source
+                found.append(Import(target, where, node.lineno))
+    return found
+
 
 def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
-    return found
+    """The modules C{path} imports at module level (TYPE_CHECKING included)."""
+    return {i.target for i in imports_in(path) if i.where != "function"}
+
+
+def runtime_imports(path: Path) -> list[Import]:
+    """The imports that run: at module level or in a function."""
+    return [i for i in imports_in(path) if i.where != "type"]
 
 
 def modules(*patterns: str) -> list[Path]:
@@ -30,9 +126,18 @@ def modules(*patterns: str) -> list[Path]:
 
 
 def is_stdlib(name: str) -> bool:
-    import sys
-
     return name.split(".")[0] in sys.stdlib_module_names
+
+
+def ours(name: str) -> bool:
+    return name == "gophergem" or name.startswith("gophergem.")
+
+
+def relative(path: Path) -> str:
+    return str(path.relative_to(PACKAGE.parent))
+
+
+# --- pure modules and third parties ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -51,17 +156,28 @@ def test_pure_modules(path: Path) -> None:
         )
 
 
+WIRING = ("cli.py", "tap.py", "service.py", "__main__.py")
+
+
 @pytest.mark.parametrize(
     "path",
     [p for p in modules("**/*.py") if "mcp" not in p.parts],
     ids=lambda p: str(p.relative_to(PACKAGE)),
 )
 def test_only_mcp_imports_the_sdk(path: Path) -> None:
-    """Only the mcp package imports the MCP SDK or asyncio at module level (wiring aside)."""
-    if path.name in ("cli.py", "tap.py", "service.py"):
-        return
-    for name in imports_of(path):
-        assert not name.startswith(("mcp", "asyncio", "anyio")), f"{path.name} imports {name}"
+    """
+    Only the mcp package imports the MCP SDK, anyio or pydantic, even lazily;
+    asyncio only there and in the wiring (which installs the asyncio reactor).
+    """
+    for found in runtime_imports(path):
+        assert not found.target.startswith(("mcp", "anyio", "pydantic")), (
+            f"{relative(path)}:{found.line} imports {found.target}"
+        )
+        if path.parent == PACKAGE and path.name in WIRING:
+            continue
+        assert not found.target.startswith("asyncio"), (
+            f"{relative(path)}:{found.line} imports {found.target}"
+        )
 
 
 @pytest.mark.parametrize("path", modules("**/*.py"), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -72,3 +188,213 @@ def test_no_global_reactor_outside_wiring(path: Path) -> None:
     source = path.read_text()
     assert "from twisted.internet import reactor" not in source
     assert "twisted.internet.reactor" not in source or path.name == "testing.py"
+
+
+# --- layers ----------------------------------------------------------------------------------
+
+#: The layers, lowest first; a module may import (at run time) only from its
+#: own layer or below.  A module is in the layer of its longest listed prefix.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundation", ("gophergem._version", "gophergem._log", "gophergem.errors")),
+    ("interfaces", ("gophergem.interfaces",)),
+    ("pure", ("gophergem.url", "gophergem.wire", "gophergem.policy.addresses")),
+    ("values", ("gophergem.results", "gophergem.config")),
+    ("policy and stores", ("gophergem.policy", "gophergem.trust")),
+    ("tls", ("gophergem.tls",)),
+    ("client", ("gophergem.client",)),
+    ("fetcher", ("gophergem.fetcher",)),
+    ("mcp", ("gophergem.mcp",)),
+    (
+        "wiring",
+        (
+            "gophergem",
+            "gophergem.__main__",
+            "gophergem.service",
+            "gophergem.tap",
+            "gophergem.cli",
+        ),
+    ),
+    ("testing", ("gophergem.testing",)),
+]
+
+
+def layer_of(name: str) -> int:
+    """The index in L{LAYERS} of module C{name}."""
+    best, rank = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+                best, rank = len(prefix), index
+    assert rank >= 0, f"{name} is in no layer: add it to LAYERS"
+    return rank
+
+
+def test_every_module_has_a_layer() -> None:
+    """Every module of the package falls in one of the layers."""
+    for name in package_modules():
+        layer_of(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "path"), sorted(package_modules().items()), ids=sorted(package_modules())
+)
+def test_imports_go_down(name: str, path: Path) -> None:
+    """A module imports only from its own layer or a lower one (TYPE_CHECKING aside)."""
+    mine = layer_of(name)
+    upward = [
+        f"line {i.line}: {i.target} ({LAYERS[layer_of(i.target)][0]}, {i.where})"
+        for i in runtime_imports(path)
+        if ours(i.target) and layer_of(i.target) > mine
+    ]
+    assert not upward, f"{name} ({LAYERS[mine][0]}) imports upward: {upward}"
+
+
+#: What the client layer may import from gophergem (STYLE.md: wire and tls).
+CLIENT_ALLOWED = (
+    "gophergem._log",
+    "gophergem.errors",
+    "gophergem.interfaces",
+    "gophergem.url",
+    "gophergem.wire",
+    "gophergem.tls",
+    "gophergem.policy.addresses",
+    "gophergem.client",
+)
+
+
+@pytest.mark.parametrize("path", modules("client/*.py"), ids=lambda p: p.name)
+def test_client_imports_wire_and_tls(path: Path) -> None:
+    """The thin clients build on wire/ and tls (and the pure address rules), nothing else."""
+    for found in runtime_imports(path):
+        if ours(found.target):
+            assert any(
+                found.target == allowed or found.target.startswith(allowed + ".")
+                for allowed in CLIENT_ALLOWED
+            ), f"client/{path.name}:{found.line} imports {found.target}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules("**/*.py") if "testing" not in p.parts],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_tests_import_the_fakes(path: Path) -> None:
+    """Nothing in the package imports gophergem.testing (it is for tests)."""
+    for found in imports_in(path):
+        assert not found.target.startswith("gophergem.testing"), (
+            f"{relative(path)}:{found.line} imports {found.target}"
+        )
+
+
+# --- cycles ---------------------------------------------------------------------------------
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of gophergem it imports at run time."""
+    known = package_modules()
+    return {
+        name: {i.target for i in runtime_imports(path) if i.target in known and i.target != name}
+        for name, path in known.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder() -> None:
+    """The cycle finder finds a circle through lazy edges and nothing in a tree."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_import_reader() -> None:
+    """Imports are sorted into module level, function level and TYPE_CHECKING."""
+    path = PACKAGE / "testing" / "hostile" / "_tls.py"
+    found = {(i.target, i.where) for i in imports_in(path)}
+    assert ("gophergem.testing", "module") in found
+    assert ("gophergem.testing.hostile._servers", "type") in found
+    assert ("OpenSSL", "function") in found
+
+
+def test_no_import_cycles() -> None:
+    """No two modules of gophergem import each other, directly or round a circle."""
+    assert cycles(import_graph()) == []
+
+
+# --- test-case-name headers -----------------------------------------------------------------
+
+_HEADER = re.compile(r"^# -\*- test-case-name: (?P<names>\S+) -\*-$", re.MULTILINE)
+
+
+def headers() -> dict[str, list[str]]:
+    """Module path -> the test modules its header names (an empty list: no header)."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        match = _HEADER.search(path.read_text())
+        found[relative(path)] = match["names"].split(",") if match else []
+    return found
+
+
+def test_headers_name_existing_test_modules() -> None:
+    """Every test-case-name header names test modules that exist."""
+    missing = [
+        f"{module} -> {name}"
+        for module, names in headers().items()
+        for name in names
+        if not (TESTS.parent / (name.replace(".", "/") + ".py")).is_file()
+    ]
+    assert not missing, missing
+
+
+def test_modules_with_code_have_a_header() -> None:
+    """A module that defines a function or a class names its tests in a header."""
+    bare = []
+    for module, names in headers().items():
+        tree = ast.parse((PACKAGE.parent / module).read_text())
+        defines = any(
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            for node in tree.body
+        )
+        if defines and not names and not module.endswith("__main__.py"):
+            bare.append(module)
+    assert not bare, bare

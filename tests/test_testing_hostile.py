@@ -5,11 +5,15 @@ the vocabulary behaviours are written in, and the loopback-only guard.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactor, StringTransport
 from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 
+import gophergem.testing.hostile as hostile
 from gophergem.testing import EPOCH, MemoryNetwork
 from gophergem.testing.hostile import (
     BEHAVIOURS,
@@ -239,3 +243,23 @@ def test_command_line_refusals(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
+
+
+def test_package_exports() -> None:
+    """Every name in the package's __all__ is importable from the package itself."""
+    for name in hostile.__all__:
+        assert getattr(hostile, name) is not None, name
+
+
+def test_importing_does_not_run_the_command_line() -> None:
+    """
+    Importing the package leaves its __main__ unimported, so that
+    C{python -m gophergem.testing.hostile} runs it once, without runpy's warning.
+    """
+    assert "gophergem.testing.hostile.__main__" not in sys.modules
+
+
+def test_modules_stay_small() -> None:
+    """No module of the package is over 500 lines."""
+    for path in Path(hostile.__file__).parent.glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 500, path.name

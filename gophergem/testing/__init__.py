@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from ipaddress import IPv4Address, IPv6Address, ip_address
+from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
@@ -39,9 +39,11 @@ from zope.interface import implementer
 
 from gophergem.config import Config
 from gophergem.errors import DNSError
-from gophergem.interfaces import IResolver
+from gophergem.interfaces import IIdentityStore, IPinStore, IResolver
+from gophergem.policy.addresses import IPAddress
 
 if TYPE_CHECKING:
+    from gophergem.fetcher import Fetcher
     from gophergem.tls import _OpenSSLPrivateKey
 
 __all__ = [
@@ -57,7 +59,6 @@ _T = TypeVar("_T")
 
 #: Where a L{MemoryNetwork}'s clock starts: 2027-01-15T08:00:00Z.
 EPOCH = 1_800_000_000.0
-IPAddress = IPv4Address | IPv6Address
 
 #: A response: bytes to send, or a callable taking the search terms (or
 #: C{None}) and returning the bytes.
@@ -127,13 +128,13 @@ class FakeGopherServer(Factory[_GopherServerProtocol]):
     protocol = _GopherServerProtocol
 
 
-def _memory_pins() -> Any:
+def _memory_pins() -> IPinStore:
     from gophergem.trust.pins import MemoryPinStore
 
     return MemoryPinStore()
 
 
-def _memory_identities() -> Any:
+def _memory_identities() -> IIdentityStore:
     from gophergem.trust.identities import MemoryIdentityStore
 
     return MemoryIdentityStore()
@@ -338,12 +339,12 @@ class MemoryNetwork:
         self.servers[(str(ip_address(address)), port)] = factory  # type: ignore[assignment]
         return factory
 
-    pins: Any = attrs.field(factory=lambda: _memory_pins())
-    identities: Any = attrs.field(factory=lambda: _memory_identities())
+    pins: IPinStore = attrs.field(factory=lambda: _memory_pins())
+    identities: IIdentityStore = attrs.field(factory=lambda: _memory_identities())
 
     def fetcher(
         self, config: Config | None = None, *, gemini: dict[str, Any] | None = None, **gopher: Any
-    ) -> Any:
+    ) -> Fetcher:
         """
         A L{gophergem.fetcher.Fetcher} on this network, with this network's
         memory pin and identity stores.
@@ -354,7 +355,7 @@ class MemoryNetwork:
         off (pass C{respect_robots_txt=True}, C{requests_per_minute=60} to
         test them).
         """
-        from gophergem.service import build_fetcher
+        from gophergem.fetcher import Fetcher
 
         config = config or Config()
         gemini = dict(gemini or {})
@@ -369,7 +370,7 @@ class MemoryNetwork:
             gopher=attrs.evolve(config.gopher, **gopher),
             gemini=attrs.evolve(config.gemini, **gemini),
         )
-        return build_fetcher(
+        return Fetcher.from_config(
             config, self.reactor, self.resolver, pins=self.pins, identities=self.identities
         )
 
