@@ -48,6 +48,7 @@ from twisted.python.failure import Failure
 from twisted.web import http, server
 from twisted.web.resource import Resource
 
+from gophergem.config import Config
 from gophergem.mcp._sdk import discard_session, live_sessions
 
 __all__ = [
@@ -72,8 +73,12 @@ log = Logger()
 MAX_BODY_SIZE = 4 * 1024 * 1024
 """Largest request body accepted, in bytes (the SDK's own limit)."""
 
-DRAIN_SECONDS = 10.0
-"""On shutdown, how long requests in flight get to finish before they are cancelled."""
+DRAIN_SECONDS: float = Config().http_drain_seconds
+"""
+On shutdown, how long requests in flight get to finish before they are
+cancelled: the default of C{GOPHERGEM_HTTP_DRAIN_SECONDS}, defined once in
+L{gophergem.config.Config}, for a resource used without a configuration.
+"""
 
 SETTLE_SECONDS = 2.0
 """After the lifespan ends, how long open streams get to close by themselves."""
