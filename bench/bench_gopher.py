@@ -22,7 +22,10 @@ with the official SDK client, and prints one table:
   5. the size of gophergem's compact text block vs json.dumps(structured,
      indent=2) for the 48-item menu and the 60-line gemtext page (issue 7
      goal: at most 40%);
-  6. start-up: spawn to the initialize answer, gophergem vs the floor server.
+  6. start-up: spawn to the initialize answer, gophergem vs the floor server;
+  7. the SDK client's outputSchema check (jsonschema) of a menu, a gemtext
+     page and a 5,000-item menu window, and the size of the output schemas,
+     vs the schemas published before issue 13 (tests/data/output_schemas_v1.json).
 
 Nothing here talks to anything outside 127.0.0.0/8.  Everything started
 (server threads, subprocesses, temp files) is torn down on exit.
@@ -215,6 +218,59 @@ async def _time_check(s: ClientSession, tool: str, result: Any, n: int) -> list[
     return samples
 
 
+SCHEMAS_V1 = os.path.join(REPO_ROOT, "tests", "data", "output_schemas_v1.json")
+V1_MODELS = {"gopher_fetch": "GopherPayload", "gemini_fetch": "GeminiPayload"}
+WINDOW_ITEMS = 5000
+
+
+def _sdk_check_time(schema: dict[str, Any], data: dict[str, Any], n: int) -> float:
+    """Median seconds of the SDK client's check (compiled validator, best_match) of C{data}."""
+    from jsonschema import exceptions
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    cls = validator_for(schema)
+    validator = cls(schema, registry=Registry())  # as ClientSession._output_schema_validator
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        error = exceptions.best_match(validator.iter_errors(data))
+        samples.append(time.perf_counter() - t0)
+        if error is not None:
+            raise BenchError(f"a result does not validate: {error}")
+    return statistics.median(samples)
+
+
+def schema_checks(tools: dict[str, Any], menu: Any, page: Any, n: int) -> dict[str, Any]:
+    """
+    The client's outputSchema check of a menu, a gemtext page and a
+    5,000-item menu window, against the schema published now and the one
+    published before issue 13 (tests/data/output_schemas_v1.json); plus
+    the size of both sets of schemas.
+    """
+    with open(SCHEMAS_V1, encoding="utf-8") as f:
+        v1 = json.load(f)
+    big = dict(menu.structured_content)
+    items = big["items"]
+    big["items"] = [items[i % len(items)] for i in range(WINDOW_ITEMS)]
+    out: dict[str, Any] = {}
+    for label, tool, data, reps in (
+        (f"menu ({len(items)} items)", "gopher_fetch", menu.structured_content, n),
+        ("gemtext page", "gemini_fetch", page.structured_content, n),
+        (f"menu window ({WINDOW_ITEMS} items)", "gopher_fetch", big, max(3, n // 20)),
+    ):
+        out[label] = (
+            _sdk_check_time(tools[tool].output_schema, data, reps),
+            _sdk_check_time(v1[V1_MODELS[tool]], data, reps),
+        )
+    names = [name for name in tools if tools[name].output_schema is not None]
+    out["size"] = (
+        sum(len(json.dumps(tools[name].output_schema)) for name in names),
+        sum(len(json.dumps(schema)) for schema in v1.values()),
+    )
+    return out
+
+
 class Peers:
     """The loopback servers: five Gopher hosts and one Gemini capsule."""
 
@@ -369,6 +425,7 @@ async def run(args: argparse.Namespace, peers: Peers, tmp: str) -> dict[str, Any
             raw_gemini_fetch(peers.tls, gem_url, gem.port)
             await _time_check(gg, "gopher_fetch", warm, 1)
             await _time_check(gg, "gemini_fetch", gem_warm, 1)
+            r["schema_checks"] = schema_checks(tools, warm, gem_warm, max(n, 20))
 
             # ---- latency: interleaved, rotating order, so load drift on a
             # shared machine hits every column alike.
@@ -592,6 +649,13 @@ def table(r: dict[str, Any]) -> str:
                 f"RSS after {m['after']['VmRSS'] / 1024:.0f}; {m['ms'] / 1000:.1f} s",
             )
         )
+
+    section("[client outputSchema check (SDK client, jsonschema), in-process, ms]")
+    checks = dict(r["schema_checks"])
+    now_size, v1_size = checks.pop("size")
+    for label, (now, v1) in checks.items():
+        row(f"check, {label}", now * 1000, v1 * 1000, "{:.3f}", vs="schema before issue 13")
+    row("output schemas, all tools", now_size, v1_size, "{:.0f}", vs="bytes, before issue 13")
 
     section("[size of the text block, bytes]")
     for label, (res, has_goal) in r["sizes"].items():

@@ -3,14 +3,28 @@ Tests for L{gophergem.mcp.payloads}: the error codes come from the error
 classes, every result type has its payload builder, and the compact text
 block drops what it promises to drop.  (Each kind's payload is checked
 against the output schemas in the fetcher, tool and hostile-server tests.)
+
+The output schemas are leaner than pydantic writes them (no anyOf for
+nullable fields, no titles, item schemas inline) and state the same facts as
+the ones published before (tests/data/output_schemas_v1.json): the same
+fields, types, enums and required names, and on real results of every kind
+and one-change mutations of them they accept and reject the same.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import tempfile
 import typing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
+from mcp import Client
+from referencing import Registry
 
 from gophergem import errors
 from gophergem.mcp.payloads import (
@@ -22,7 +36,12 @@ from gophergem.mcp.payloads import (
     payload,
     tool_error_payload,
 )
+from gophergem.mcp.server import build_server
 from gophergem.results import FetchResult, GeminiResult, RequestInfo
+from tests.mcp_helpers import run_with_network
+from tests.test_mcp_gemini import KINDS, STALE, capsule, session
+from tests.test_mcp_server import call as gopher_call
+from tests.test_mcp_trust import identity_capsule
 
 
 def every_error_class() -> list[type[errors.GophergemError]]:
@@ -117,3 +136,241 @@ def test_compact_text_drops_nulls_false_flags_and_fresh_cache_times() -> None:
         "request_info": {"url": "gopher://g.example/0/a"},
         "text": "hi",
     }
+
+
+# --- the output schemas: cheaper for a client, the same facts -----------------------------
+
+#: The output models, by the tool that publishes each.
+OUTPUT_MODELS = {
+    "gopher_fetch": "GopherPayload",
+    "gopher_batch_fetch": "BatchPayload",
+    "gemini_fetch": "GeminiPayload",
+    "gemini_batch_fetch": "GeminiBatchPayload",
+    "gemini_trust_list": "TrustListResult",
+    "gemini_trust_update": "TrustUpdateResult",
+    "gemini_client_cert_list": "ClientCertListResult",
+    "gemini_client_cert_update": "ClientCertUpdateResult",
+}
+
+#: Each tool's outputSchema as published before issue 13 (pydantic's own output):
+#: the reference the leaner schemas must agree with.
+BEFORE = json.loads((Path(__file__).parent / "data" / "output_schemas_v1.json").read_text())
+
+
+def published() -> dict[str, dict[str, Any]]:
+    """Each tool's outputSchema as the SDK publishes it in tools/list."""
+    net, _, _ = capsule()
+    server = build_server(net.fetcher())
+
+    async def body() -> dict[str, dict[str, Any]]:
+        async with Client(server) as client:
+            return {t.name: t.output_schema for t in (await client.list_tools()).tools}
+
+    return run_with_network(net, body)
+
+
+@functools.cache
+def schemas() -> tuple[tuple[str, str], ...]:
+    """(tool, schema text) for every tool with an output model, as published now."""
+    tools = published()
+    assert set(OUTPUT_MODELS) <= set(tools)
+    return tuple((name, json.dumps(tools[name])) for name in OUTPUT_MODELS)
+
+
+def checker(schema: dict[str, Any]) -> Any:
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, registry=Registry())
+
+
+def keywords(schema: Any) -> Iterator[tuple[str, Any]]:
+    """Every (keyword, value) of every subschema; property names are not keywords."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            yield key, value
+            if key in ("properties", "$defs"):
+                for sub in value.values():
+                    yield from keywords(sub)
+            elif key not in ("enum", "const", "required", "default"):
+                yield from keywords(value)
+    elif isinstance(schema, list):
+        for sub in schema:
+            yield from keywords(sub)
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_MODELS))
+def test_schemas_have_no_null_branches_and_no_titles(name: str) -> None:
+    """
+    No published output schema has an anyOf (nullable fields are type
+    lists) or a title keyword; a property named title is still there.
+    """
+    schema = json.loads(dict(schemas())[name])
+    found = list(keywords(schema))
+    assert [k for k, _ in found if k in ("anyOf", "title")] == []
+    assert any(isinstance(v, list) and "null" in v for k, v in found if k == "type")
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_MODELS))
+def test_schemas_are_smaller(name: str) -> None:
+    """Every output schema is smaller than before (tools/list shrinks)."""
+    assert len(dict(schemas())[name]) < len(json.dumps(BEFORE[OUTPUT_MODELS[name]]))
+
+
+def facts(schema: dict[str, Any]) -> dict[str, Any]:
+    """
+    What a client may rely on, independent of spelling: for every path of
+    properties (a union's branch named by its kind), the types, the enum (in
+    order), the required names and whether other names are allowed.
+    """
+    defs = schema.get("$defs", {})
+    out: dict[str, Any] = {}
+
+    def resolve(node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = {**defs[node["$ref"].rpartition("/")[2]], **node}
+            del node["$ref"]
+        return node
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        node = resolve(node)
+        types = node.get("type")
+        types = set(types) if isinstance(types, list) else {types} - {None}
+        enum = node.get("enum", [node["const"]] if "const" in node else None)
+        for branch in node.get("anyOf", ()):  # the old spelling of a nullable field
+            branch = resolve(branch)
+            types.add(branch["type"])
+            if branch != {"type": "null"}:
+                node = {**branch, **{k: v for k, v in node.items() if k != "anyOf"}}
+                enum = branch.get("enum", [branch["const"]] if "const" in branch else None)
+        if enum is not None and "null" in types and None not in enum:
+            enum = [*enum, None]
+        out[path] = (
+            sorted(types),
+            enum,
+            sorted(node.get("required", ())),
+            node.get("additionalProperties"),
+        )
+        for key, sub in node.get("properties", {}).items():
+            walk(sub, f"{path}.{key}")
+        if "items" in node:
+            walk(node["items"], f"{path}[]")
+        for branch in node.get("oneOf", ()):
+            kind = resolve(branch)["properties"]["kind"]["const"]
+            walk(branch, f"{path}<{kind}>")
+
+    walk(schema, "")
+    return out
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_MODELS))
+def test_schemas_state_the_same_facts(name: str) -> None:
+    """
+    Every field name, type, enum (in order, the error codes too), required
+    name and additionalProperties of the old schema is in the new one, and
+    nothing else.
+    """
+    now = facts(json.loads(dict(schemas())[name]))
+    assert now == facts(BEFORE[OUTPUT_MODELS[name]])
+    codes = [v[1] for k, v in now.items() if k.endswith(".error.code")]
+    assert codes and all(c == list(ERROR_CODES) for c in codes)
+
+
+def corpus() -> list[tuple[str, dict[str, Any]]]:
+    """Real structured results of every kind of every tool, as the tests make them."""
+    found: list[tuple[str, Any]] = []
+    for url in (
+        "gopher://g.example/",
+        "gopher://g.example/0/about",
+        "gopher://g.example/9/bin",
+        "gopher://g.example:9/",
+    ):
+        found.append(("gopher_fetch", gopher_call("gopher_fetch", {"url": url})[1]))
+    found.append(
+        (
+            "gopher_batch_fetch",
+            gopher_call("gopher_batch_fetch", {"urls": ["gopher://g.example/"] * 2})[1],
+        )
+    )
+    found.append(("gopher_batch_fetch", gopher_call("gopher_batch_fetch", {"urls": []})[1]))
+    routes = {path: response for path, (response, _) in KINDS.items()}
+    routes["/log"] = b"20 text/gemini; lang=en\r\n# Log\n=> /a.gmi 2024-01-02 A post\n"
+    net, _, _ = capsule(routes)
+    calls = [("gemini_fetch", {"url": f"gemini://localhost{path}"}) for path in routes]
+    calls += [
+        ("gemini_fetch", {"url": "gemini://localhost/long", "offset": 0}),
+        ("gemini_batch_fetch", {"urls": ["gemini://localhost/gemtext", "gemini://localhost/ask"]}),
+        ("gemini_batch_fetch", {"urls": []}),
+    ]
+    found += zip([n for n, _ in calls], session(net, calls, max_rendered_chars=1000), strict=True)
+    net, _, _ = capsule()
+    net.pins.put(STALE)
+    calls = [("gemini_trust_list", {})]
+    for fingerprint in ("sha256:" + "c" * 64, STALE.fingerprint):
+        update = {"host": "localhost", "action": "remove", "fingerprint": fingerprint}
+        calls.append(("gemini_trust_update", update))
+    found += zip([n for n, _ in calls], session(net, calls), strict=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        net, _ = identity_capsule(Path(tmp))
+        create = (
+            "gemini_client_cert_update",
+            {"url": "gemini://localhost/app/", "action": "create"},
+        )
+        calls = [create, create, ("gemini_client_cert_list", {})]
+        found += zip([n for n, _ in calls], session(net, calls), strict=True)
+    return [(name, result.structured_content) for name, result in found]
+
+
+@functools.cache
+def cached_corpus() -> tuple[tuple[str, str], ...]:
+    return tuple((name, json.dumps(data)) for name, data in corpus())
+
+
+def test_corpus_covers_every_kind() -> None:
+    """The corpus below holds every kind of gopher_fetch and gemini_fetch result."""
+    kinds = {(name, json.loads(text).get("kind")) for name, text in cached_corpus()}
+    assert {k for n, k in kinds if n == "gopher_fetch"} == {"menu", "text", "binary", "error"}
+    feeds = [json.loads(text).get("feed_entries") for _, text in cached_corpus()]
+    assert any(feeds)
+    assert {k for n, k in kinds if n == "gemini_fetch"} == {
+        "gemtext", "success", "binary", "input", "redirect", "certificate", "error",
+    }  # fmt: skip
+
+
+def mutations(value: Any) -> Iterator[Any]:
+    """Copies of C{value} each with one change: a value's type, a null, a key gone or added."""
+    if isinstance(value, dict):
+        yield {**value, "unexpected": 1}
+        for key, sub in value.items():
+            yield {k: v for k, v in value.items() if k != key}
+            for changed in mutations(sub):
+                yield {**value, key: changed}
+    elif isinstance(value, list):
+        yield [*value, 7]
+        for index, sub in enumerate(value[:3]):
+            for changed in mutations(sub):
+                yield [*value[:index], changed, *value[index + 1 :]]
+    for other in (None, 1, 1.5, "x", True, [], {}):
+        if type(other) is not type(value) or other != value:
+            yield other
+    if isinstance(value, str):
+        yield value + "?"
+
+
+@pytest.mark.parametrize("name", list(OUTPUT_MODELS))
+def test_new_schemas_accept_and_reject_what_the_old_did(name: str) -> None:
+    """
+    On real results and on every one-change mutation of them (a field's
+    type, a null, a missing or an unknown key, an unknown enum value), the
+    new schema accepts exactly what the old one accepted.
+    """
+    new = checker(json.loads(dict(schemas())[name]))
+    old = checker(BEFORE[OUTPUT_MODELS[name]])
+    samples = [json.loads(text) for tool, text in cached_corpus() if tool == name]
+    assert samples
+    verdicts = []
+    for sample in samples:
+        assert new.is_valid(sample) and old.is_valid(sample)
+        for changed in mutations(sample):
+            verdicts.append(old.is_valid(changed))
+            assert new.is_valid(changed) == verdicts[-1], changed
+    assert len(verdicts) > 50 and any(verdicts) and not all(verdicts)

@@ -7,9 +7,11 @@ the trust and identity listings and updates, and the error every tool may
 return.  L{payload} turns a L{gophergem.results} value into its complete
 structured payload, one builder per result type; L{compact_text} prints the
 same facts as the compact JSON text block a model reads, without fields that
-only repeat defaults or that another field already carries.  This module
-imports pydantic but not the MCP SDK, so the CLI can print payloads without
-loading the server.
+only repeat defaults or that another field already carries.  The models'
+JSON schemas are made cheaper for a client to check, with the same facts
+(L{_lean}): nullable fields as type lists, no titles, item schemas inline.
+This module imports pydantic but not the MCP SDK, so the CLI can print
+payloads without loading the server.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, RootModel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from gophergem.errors import GophergemError
 from gophergem.results import (
@@ -86,7 +90,61 @@ SIZE_CAP_NOTE = (
 # --- output models (schemas) ------------------------------------------------
 
 
-class _Model(BaseModel):
+def _lean(schema: dict[str, Any], handler: GetJsonSchemaHandler) -> dict[str, Any]:
+    """
+    Make one model's JSON schema cheaper for a client to check, with the same facts.
+
+    Drops the C{title} keywords pydantic derives from class and field names
+    (never a property that happens to be I{named} title), and turns each
+    nullable field's C{anyOf: [X, null]} into X with C{null} added to its
+    C{type} (and to its C{enum}).  A nullable model field is inlined for
+    that, the field's description replacing the model's: C{properties},
+    C{required} and C{additionalProperties} do not apply to C{null}, so the
+    inlined schema accepts exactly what the C{$ref} and C{null} did.
+    """
+    schema.pop("title", None)
+    for name, prop in list(schema.get("properties", {}).items()):
+        schema["properties"][name] = _lean_field(prop, handler)
+    return schema
+
+
+def _lean_field(prop: dict[str, Any], handler: GetJsonSchemaHandler) -> dict[str, Any]:
+    """
+    One property of L{_lean}: without titles, nullable as a C{type} list,
+    and the model of an array's items inlined (one C{$ref} less per item).
+    """
+    prop = {key: value for key, value in prop.items() if key != "title"}
+    branches = prop.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        (branch,) = (b for b in branches if b != {"type": "null"})
+        if "$ref" in branch:
+            branch = dict(handler.resolve_ref_schema(branch))
+            if "description" in prop:
+                branch.pop("description", None)
+        if isinstance(branch.get("type"), str):
+            rest = {key: value for key, value in prop.items() if key != "anyOf"}
+            prop = {**branch, **rest, "type": [branch["type"], "null"]}
+            if "const" in prop:
+                prop["enum"] = [prop.pop("const")]
+            if "enum" in prop:
+                prop["enum"] = [*prop["enum"], None]
+    items = prop.get("items")
+    if isinstance(items, dict) and "$ref" in items:
+        prop["items"] = dict(handler.resolve_ref_schema(items))
+    return prop
+
+
+class _Lean:
+    """Mixed into every output model: its JSON schema goes through L{_lean}."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return _lean(handler.resolve_ref_schema(handler(core_schema)), handler)
+
+
+class _Model(_Lean, BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
@@ -216,7 +274,7 @@ _GopherUnion = Annotated[
 ]
 
 
-class GopherPayload(RootModel[_GopherUnion]):
+class GopherPayload(_Lean, RootModel[_GopherUnion]):
     """The result of one Gopher fetch, told apart by kind."""
 
     model_config = ConfigDict(json_schema_extra={"type": "object"})
@@ -387,7 +445,7 @@ _GeminiUnion = Annotated[
 ]
 
 
-class GeminiPayload(RootModel[_GeminiUnion]):
+class GeminiPayload(_Lean, RootModel[_GeminiUnion]):
     """The result of one Gemini fetch, told apart by kind."""
 
     model_config = ConfigDict(json_schema_extra={"type": "object"})
@@ -473,7 +531,7 @@ def _or_error(model: type[BaseModel]) -> type[RootModel[Any]]:
     """The output model of a tool that returns C{model} or a L{ToolErrorPayload}."""
     union = Annotated[model | ToolErrorPayload, Field(discriminator="kind")]  # type: ignore[valid-type]
 
-    class Payload(RootModel[union]):
+    class Payload(_Lean, RootModel[union]):
         model_config = ConfigDict(json_schema_extra={"type": "object"})
 
     Payload.__name__ = model.__name__.replace("Payload", "Result")
