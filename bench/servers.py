@@ -2,7 +2,8 @@
 The loopback peers bench_gopher.py measures against, and their raw floors.
 
   - L{GopherServer}: a threaded Gopher server on one 127.x address, port 0,
-    serving a 48-item menu, a 4 KB text and a text of exactly 1 MiB;
+    serving a 48-item menu, a 4 KB text and a text of exactly 1 MiB, with a
+    listen backlog of 256 or (a small server) as low as asked;
   - L{GeminiServer}: a threaded Gemini server on 127.0.0.1, port 0, using
     the stdlib C{ssl} module and a self-signed certificate for C{localhost},
     answering C{20 text/gemini} with a 60-line gemtext page;
@@ -235,11 +236,20 @@ class _ThreadedServer(socketserver.ThreadingTCPServer):
 class _Base:
     """A socketserver on a thread, counting the requests it answered."""
 
-    def __init__(self, host: str, handler: type[socketserver.BaseRequestHandler]) -> None:
+    def __init__(
+        self, host: str, handler: type[socketserver.BaseRequestHandler], backlog: int = 256
+    ) -> None:
         self.host = host
         self._lock = threading.Lock()
         self.requests = 0
-        self._server = _ThreadedServer((host, 0), handler)
+        self._server = _ThreadedServer((host, 0), handler, bind_and_activate=False)
+        self._server.request_queue_size = backlog  # the listen backlog
+        try:
+            self._server.server_bind()
+            self._server.server_activate()
+        except BaseException:
+            self._server.server_close()
+            raise
         self._server.owner = self  # type: ignore[attr-defined]
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
@@ -294,12 +304,13 @@ class GopherServer(_Base):
 
     Selector C{""}, C{"/"} or C{"/menu..."}: the 48-item menu; C{"/text..."}:
     the 4 KB text; C{"/big..."}: text of exactly 1 MiB; anything else: a
-    type-3 error line.
+    type-3 error line.  C{backlog} is its listen backlog (a small server's
+    is often 5).
     """
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", *, backlog: int = 256) -> None:
         global _BIG
-        super().__init__(host, _GopherHandler)
+        super().__init__(host, _GopherHandler, backlog)
         try:
             self.menu = _menu(host, self.port)
             self.text = _text()

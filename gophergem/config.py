@@ -217,7 +217,16 @@ _COMMON: tuple[tuple[str, Callable[[str], Any], str], ...] = (
         "Characters per result window, counted as the payload's JSON (items, lines, escapes).",
     ),
     ("requests_per_minute", _int_range(0, 6000), "Requests per minute to one host; 0 = no pacing."),
-    ("max_concurrent_requests", _int_range(0, 1000), "Fetches in flight at once; 0 = no cap."),
+    (
+        "max_concurrent_requests",
+        _int_range(0, 1000),
+        "Fetches in flight at once, all hosts together; 0 = no global cap.",
+    ),
+    (
+        "max_connections_per_host",
+        _int_range(1, 64),
+        "Connections open at once to one host, robots.txt probes included (always on).",
+    ),
     ("respect_robots_txt", _bool, "Honour the host's robots.txt."),
     ("robots_honor_ai_tokens", _bool, "Also honour robots.txt rules naming AI crawlers."),
     ("robots_cache_ttl_seconds", _int_range(0, 365 * 86400), "Seconds a robots.txt stays cached."),
@@ -303,6 +312,7 @@ class _ProtocolConfig:
     max_rendered_chars: int = 50000
     requests_per_minute: int = 60
     max_concurrent_requests: int = 5
+    max_connections_per_host: int = 4
     respect_robots_txt: bool = True
     robots_honor_ai_tokens: bool = True
     robots_cache_ttl_seconds: int = 86400

@@ -1,12 +1,18 @@
 """
 Tests for L{gophergem.fetcher}: the thin L{Fetcher} façade, its named
-constructor, and batches (on an in-memory network: no sockets, no real time).
+constructor, batches, and the per-host connection limit every fetch goes
+through (on an in-memory network: no sockets, no real time).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 import pytest
+from twisted.internet.defer import Deferred
+from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactorClock
 from zope.interface.verify import verifyObject
 
@@ -16,7 +22,11 @@ from gophergem.fetcher import MAX_BATCH, Fetcher
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
 from gophergem.interfaces import IFetcher
-from gophergem.testing import FakeGopherServer, FakeResolver, MemoryNetwork
+from gophergem.testing import (
+    FakeGopherServer,
+    FakeResolver,
+    MemoryNetwork,
+)
 from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from tests.test_fetcher_gopher import HOST_IP, MENU
@@ -126,3 +136,178 @@ def test_without_gemini() -> None:
 def test_max_batch_is_fifty() -> None:
     """The batch limit the tools advertise is fifty URLs."""
     assert MAX_BATCH == 50
+
+
+# --- the per-host connection limit ---------------------------------------------------
+
+
+class _HeldProtocol(Protocol):
+    factory: GatedServer
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def dataReceived(self, data: bytes) -> None:
+        if b"\n" in self._buffer:
+            return
+        self._buffer += data
+        if b"\n" in self._buffer:
+            line = self._buffer.split(b"\n", 1)[0].removesuffix(b"\r")
+            self.factory.requests.append(line)
+            self.factory.held.append((self, line))
+
+
+class GatedServer(Factory):
+    """
+    A server that holds every request until L{release}: the connections it
+    holds are the ones open at once.
+    """
+
+    protocol = _HeldProtocol
+
+    def __init__(self, answer: Callable[[bytes], bytes]) -> None:
+        self.answer = answer
+        self.held: list[tuple[_HeldProtocol, bytes]] = []
+        self.requests: list[bytes] = []
+        self.peak = 0
+
+    def release(self) -> None:
+        """Answer and close every held connection."""
+        held, self.held = self.held, []
+        for protocol, line in held:
+            assert protocol.transport is not None
+            protocol.transport.write(self.answer(line))
+            protocol.transport.loseConnection()
+
+
+def gopher_answer(line: bytes) -> bytes:
+    return MENU if line == b"" else b"First\r\n.\r\n"
+
+
+def drive(net: MemoryNetwork, server: GatedServer, d: Deferred[Any]) -> Any:
+    """Run C{d} to its end, releasing the server's held requests after each quiet moment."""
+    box: list[Any] = []
+    d.addBoth(box.append)
+    for _ in range(1000):
+        net.flush()
+        server.peak = max(server.peak, len(server.held))
+        if box:
+            break
+        server.release()
+    assert box, "the Deferred never fired"
+    return box[0]
+
+
+def fifty(host: str = "g.example") -> list[str]:
+    return [f"gopher://{host}/0/about.txt?{n}" for n in range(MAX_BATCH)]
+
+
+@pytest.mark.parametrize("cap", [0, 5])
+def test_fifty_urls_to_one_host_use_four_connections(net: MemoryNetwork, cap: int) -> None:
+    """
+    Fifty URLs to one host, with or without the global cap, never hold more
+    than four connections open to it at once, and all fifty results arrive.
+    """
+    server = net.listen(HOST_IP, 70, GatedServer(gopher_answer))
+    fetcher = net.fetcher(max_concurrent_requests=cap, cache_enabled=False)
+    results = drive(net, server, fetcher.gopher_batch(fifty()))
+    assert [type(r).__name__ for r in results] == ["TextResult"] * MAX_BATCH
+    assert len(server.requests) == MAX_BATCH
+    assert server.peak == 4
+
+
+def test_the_counter_sees_simultaneous_connections(net: MemoryNetwork) -> None:
+    """With room for all of them, fifty connects to one host are open together (the control)."""
+    server = net.listen(HOST_IP, 70, GatedServer(gopher_answer))
+    fetcher = net.fetcher(max_concurrent_requests=0, max_connections_per_host=64)
+    drive(net, server, fetcher.gopher_batch(fifty()))
+    assert server.peak == MAX_BATCH
+
+
+def test_robots_probe_counts_and_cannot_deadlock(net: MemoryNetwork) -> None:
+    """
+    The robots.txt probe takes one of the host's places, and fetches wait
+    for its verdict without holding one: with a single place, every fetch
+    still ends, after the probe.
+    """
+    server = net.listen(HOST_IP, 70, GatedServer(gopher_answer))
+    fetcher = net.fetcher(
+        max_concurrent_requests=0, max_connections_per_host=1, respect_robots_txt=True
+    )
+    results = drive(net, server, fetcher.gopher_batch(fifty()[:10]))
+    assert [type(r).__name__ for r in results] == ["TextResult"] * 10
+    assert server.requests[0] == b"robots.txt"
+    assert len(server.requests) == 11
+    assert server.peak == 1
+
+
+def test_probe_of_another_port_waits_for_a_place(net: MemoryNetwork) -> None:
+    """
+    A robots.txt probe of the same host on another port waits for a place
+    held by a fetch already past its own robots.txt check, and then runs.
+    """
+    server = net.listen(HOST_IP, 70, GatedServer(gopher_answer))
+    other = net.listen(HOST_IP, 7070, GatedServer(gopher_answer))
+    fetcher = net.fetcher(max_connections_per_host=1, respect_robots_txt=True)
+    # Port 70's robots.txt is known, so its fetch takes the one place at once.
+    drive(net, server, fetcher.gopher("gopher://g.example/"))
+    first = fetcher.gopher("gopher://g.example/0/about.txt")
+    second = fetcher.gopher("gopher://g.example:7070/")
+    net.flush()
+    assert server.requests[-1] == b"/about.txt" and other.requests == []
+    server.release()
+    assert type(drive(net, other, second)).__name__ == "MenuResult"
+    assert type(net.run(first)).__name__ == "TextResult"
+    assert other.requests == [b"robots.txt", b""]
+
+
+def test_different_hosts_do_not_wait_for_each_other(net: MemoryNetwork) -> None:
+    """A host whose one place is held by a stalled fetch delays no other host."""
+    net.resolver.add("slow.example", "192.0.2.99")
+    net.listen("192.0.2.99", 70, FakeGopherServer({}, missing=b"", close=False))
+    net.listen(HOST_IP, 70, FakeGopherServer({b"": MENU}))
+    fetcher = net.fetcher(max_connections_per_host=1, max_concurrent_requests=0)
+    stalled = [fetcher.gopher("gopher://slow.example/") for _ in range(2)]
+    result = net.run(fetcher.gopher("gopher://g.example/"))
+    assert type(result).__name__ == "MenuResult"
+    assert not any(d.called for d in stalled)
+
+
+def test_deadline_covers_the_wait_for_a_place(net: MemoryNetwork) -> None:
+    """
+    A fetch queued behind its host's busy place times out on its own
+    deadline, counted from its start, without ever connecting; its place in
+    the queue is given up, and the host is usable again afterwards.
+    """
+    net.listen(HOST_IP, 70, FakeGopherServer({}, missing=b"", close=False))
+    fetcher = net.fetcher(max_connections_per_host=1, timeout_seconds=3, cache_enabled=False)
+    start = net.reactor.seconds()
+    ended: list[float] = []
+    pending = [fetcher.gopher(f"gopher://g.example/0/{n}") for n in range(2)]
+    for d in pending:
+        d.addCallback(lambda r: (ended.append(net.reactor.seconds() - start), r)[1])
+    results = [net.run(d, advance=0.5) for d in pending]
+    assert [r.error.code for r in results] == ["TIMEOUT", "TIMEOUT"]
+    assert ended == [3.0, 3.0]
+    assert len(net.attempts) == 1  # the queued fetch never dialled
+    net.listen(HOST_IP, 70, FakeGopherServer({b"": MENU}))  # the host answers now
+    assert type(net.run(fetcher.gopher("gopher://g.example/"))).__name__ == "MenuResult"
+
+
+def test_gemini_honours_its_own_limit() -> None:
+    """Gemini fetches to one capsule hold at most GEMINI_MAX_CONNECTIONS_PER_HOST open."""
+    net = MemoryNetwork()
+    net.resolver.add("localhost", "192.0.2.20")
+    server = GatedServer(lambda line: b"20 text/gemini\r\n# hi\n")
+    net.listen_gemini("192.0.2.20", 1965, server)  # type: ignore[arg-type]
+    fetcher = net.fetcher(
+        gemini={
+            "max_connections_per_host": 2,
+            "max_concurrent_requests": 0,
+            "cache_enabled": False,
+        }
+    )
+    urls = [f"gemini://localhost/?{n}" for n in range(10)]
+    results = drive(net, server, fetcher.gemini_batch(urls))
+    assert [type(r).__name__ for r in results] == ["GemtextResult"] * 10
+    assert server.peak == 2

@@ -1015,7 +1015,10 @@ def test_batch_against_a_trickle_ends_by_one_deadline(world: World, protocol: st
     Fifty fetches from a trickling host all end by the one deadline, and
     every connection is closed afterwards.
     """
-    server, fetcher = getattr(world, protocol)("trickle", max_concurrent_requests=0)
+    # Room for all fifty at once: no global cap, and a per-host limit above 50.
+    server, fetcher = getattr(world, protocol)(
+        "trickle", max_concurrent_requests=0, max_connections_per_host=64
+    )
     urls = [f"{protocol}://{HOSTILE}/0/{n}" for n in range(50)]
     results, elapsed = world.timed(getattr(fetcher, f"{protocol}_batch")(urls))
     # A Gopher trickle has begun its body: each fetch returns what arrived,

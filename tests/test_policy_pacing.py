@@ -1,10 +1,11 @@
 """
-Tests for L{gophergem.policy.pacing}: per-host pacing, the concurrency cap
-and the 44 board, all on a fake clock.
+Tests for L{gophergem.policy.pacing}: per-host pacing, the per-host
+connection limit, the concurrency cap and the 44 board, all on a fake clock.
 """
 
 from __future__ import annotations
 
+import pytest
 from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -12,6 +13,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from gophergem.policy.pacing import (
     MAX_SLOW_DOWN_SECONDS,
     ConcurrencyCap,
+    HostConnectionLimit,
     HostPacer,
     SlowDownBoard,
 )
@@ -231,6 +233,100 @@ class ConcurrencyCapTests(SynchronousTestCase):
         cap = ConcurrencyCap(1)
         self.failureResultOf(cap.run(lambda: 1 // 0), ZeroDivisionError)
         self.assertEqual(cap.in_flight, 0)
+
+
+class HostConnectionLimitTests(SynchronousTestCase):
+    def pending(
+        self, limit: HostConnectionLimit, host: str, log: list[str], name: str
+    ) -> tuple[Deferred[str], list[Deferred[str]]]:
+        """Run an operation under C{limit} that ends when the test fires its Deferred."""
+        inner: list[Deferred[str]] = []
+
+        def op() -> Deferred[str]:
+            log.append(name)
+            d: Deferred[str] = Deferred()
+            inner.append(d)
+            return d
+
+        return limit.run(host, op), inner
+
+    def test_limit_holds_per_host_in_order(self) -> None:
+        """At most the limit run for one host; the rest start in order as places free up."""
+        limit = HostConnectionLimit(2)
+        log: list[str] = []
+        runs = [self.pending(limit, "h.example", log, str(i)) for i in range(5)]
+        self.assertEqual(log, ["0", "1"])
+        self.assertEqual((limit.open("h.example"), limit.queued("h.example")), (2, 3))
+        runs[1][1][0].callback("one")
+        self.assertEqual(self.successResultOf(runs[1][0]), "one")
+        self.assertEqual(log, ["0", "1", "2"])
+        runs[0][1][0].errback(ValueError())
+        self.failureResultOf(runs[0][0], ValueError)
+        self.assertEqual(log, ["0", "1", "2", "3"])
+        runs[2][1][0].callback("x")
+        runs[3][1][0].callback("x")
+        runs[4][1][0].callback("x")
+        self.assertEqual(log, ["0", "1", "2", "3", "4"])
+        self.assertEqual((limit.open("h.example"), limit.queued("h.example")), (0, 0))
+        self.assertEqual(limit._hosts, {})  # an idle host is forgotten
+
+    def test_hosts_are_independent(self) -> None:
+        """A full host never delays another host."""
+        limit = HostConnectionLimit(1)
+        log: list[str] = []
+        self.pending(limit, "a", log, "a1")
+        self.pending(limit, "a", log, "a2")
+        self.pending(limit, "b", log, "b1")
+        self.assertEqual(log, ["a1", "b1"])
+        self.assertEqual((limit.open("a"), limit.queued("a"), limit.open("b")), (1, 1, 1))
+
+    def test_host_names_fold_case(self) -> None:
+        """H.Example and h.example share their places."""
+        limit = HostConnectionLimit(1)
+        log: list[str] = []
+        self.pending(limit, "H.Example", log, "upper")
+        self.pending(limit, "h.example", log, "lower")
+        self.assertEqual(log, ["upper"])
+
+    def test_cancel_while_queued(self) -> None:
+        """Cancelling a queued operation (a deadline) gives its place up without running it."""
+        limit = HostConnectionLimit(1)
+        log: list[str] = []
+        _first, inner = self.pending(limit, "h", log, "first")
+        queued, _ = self.pending(limit, "h", log, "queued")
+        third, _ = self.pending(limit, "h", log, "third")
+        queued.cancel()
+        self.failureResultOf(queued, CancelledError)
+        self.assertEqual(limit.queued("h"), 1)
+        inner[0].callback("done")
+        self.assertEqual(log, ["first", "third"])
+        self.assertNoResult(third)
+
+    def test_cancel_while_running(self) -> None:
+        """Cancelling a running operation cancels its Deferred and frees the place."""
+        limit = HostConnectionLimit(1)
+        inner: Deferred[None] = Deferred()
+        running = limit.run("h", lambda: inner)
+        running.cancel()
+        self.failureResultOf(running, CancelledError)
+        self.assertTrue(inner.called)
+        self.assertEqual(limit.open("h"), 0)
+        self.successResultOf(limit.run("h", lambda: succeed(None)))
+
+    def test_raising_function_frees_the_place(self) -> None:
+        """A function that raises fails its Deferred and frees the place."""
+        limit = HostConnectionLimit(1)
+
+        def broken() -> Deferred[None]:
+            raise ZeroDivisionError()
+
+        self.failureResultOf(limit.run("h", broken), ZeroDivisionError)
+        self.assertEqual(limit.open("h"), 0)
+
+    def test_limit_must_be_positive(self) -> None:
+        """A limit of 0 would hold everything forever: it is refused."""
+        with pytest.raises(ValueError):
+            HostConnectionLimit(0)
 
 
 class SlowDownBoardTests(SynchronousTestCase):

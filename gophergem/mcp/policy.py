@@ -50,8 +50,9 @@ def policy_text(config: Config) -> str:
     lines = [
         f"gophergem {__version__}: the policy this server runs with. Only the operator can "
         "change it (environment variables or options); no tool edits it.",
-        "Hosts or ports 'any (unset)' are not restricted; 0 turns a rate limit, a cap on "
-        "concurrent fetches or a cache TTL off.",
+        "Hosts or ports 'any (unset)' are not restricted; 0 turns a rate limit, the global cap "
+        "on concurrent fetches or a cache TTL off. The limit on connections open at once to "
+        "one host (robots.txt probes included) is always on.",
     ]
     for section, title in (("gopher", "Gopher"), ("gemini", "Gemini")):
         values = getattr(config, section)

@@ -1,16 +1,21 @@
 # -*- test-case-name: tests.test_policy_pacing -*-
 """
-How often, and how many at once: per-host pacing, a concurrency cap, and
-the Gemini 44 (SLOW DOWN) board.
+How often, and how many at once: per-host pacing, a per-host connection
+limit, a concurrency cap, and the Gemini 44 (SLOW DOWN) board.
 
 Gopher and Gemini servers are mostly run by individuals on small machines,
-and a model in a loop can fetch far faster than any person.  Three rules keep
+and a model in a loop can fetch far faster than any person.  Four rules keep
 gophergem polite, each on the injected clock:
 
   - L{HostPacer}: request starts to one host are spaced C{60 / rpm} seconds
     apart, first come first served (C{*_REQUESTS_PER_MINUTE}).
-  - L{ConcurrencyCap}: at most C{n} operations in flight at once
-    (C{*_MAX_CONCURRENT_REQUESTS}).
+  - L{HostConnectionLimit}: at most C{n} connections open at once to one
+    host, always on (C{*_MAX_CONNECTIONS_PER_HOST}).  A small server's listen
+    backlog overflows when fifty connects arrive together, and every connect
+    beyond it waits for a SYN retry: the limit is politeness and speed.
+  - L{ConcurrencyCap}: at most C{n} operations in flight at once, whatever
+    their hosts (C{*_MAX_CONCURRENT_REQUESTS}; 0 means no global cap, never
+    no per-host limit).
   - L{SlowDownBoard}: a host that answered 44 is left alone for as long as it
     asked, or, when it did not say, for a doubling wait.
 """
@@ -23,13 +28,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar, overload
 
 import attrs
-from twisted.internet.defer import Deferred, DeferredSemaphore, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, DeferredSemaphore, fail, maybeDeferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
 __all__ = [
     "MAX_SLOW_DOWN_SECONDS",
     "MIN_SLOW_DOWN_SECONDS",
     "ConcurrencyCap",
+    "HostConnectionLimit",
     "HostPacer",
     "SlowDownBoard",
 ]
@@ -135,6 +141,100 @@ class HostPacer:
         """Forget hosts with nobody waiting whose interval has passed."""
         for key in [k for k, v in self._lanes.items() if not v.waiting and v.next_start <= now]:
             del self._lanes[key]
+
+
+@attrs.define
+class _Slots:
+    """One host's connections: how many are open, and who waits for one."""
+
+    open: int = 0
+    waiting: deque[Deferred[None]] = attrs.field(factory=deque)
+
+
+@attrs.define
+class HostConnectionLimit:
+    """
+    Hold at most C{limit} operations open at once to each host; the rest
+    wait their turn, in order.  Different hosts never wait for each other.
+
+    Whoever holds a place must not wait on anything that needs another place
+    to the same host (the fetch pipeline waits for its robots.txt verdict
+    I{before} it asks for a place, so the probe can always get one).
+
+    @ivar limit: Operations open at once to one host, 1 or more.
+    """
+
+    limit: int = attrs.field(validator=attrs.validators.ge(1))
+    _hosts: dict[str, _Slots] = attrs.field(factory=dict, init=False)
+
+    def open(self, host: str) -> int:
+        """How many operations hold a place for C{host} now."""
+        slots = self._hosts.get(host.lower())
+        return 0 if slots is None else slots.open
+
+    def queued(self, host: str) -> int:
+        """How many operations wait for a place for C{host}."""
+        slots = self._hosts.get(host.lower())
+        return 0 if slots is None else len(slots.waiting)
+
+    def run(self, host: str, f: Callable[[], Deferred[_T]]) -> Deferred[_T]:
+        """
+        Call C{f()} once C{host} has a free place; the place is held until
+        C{f}'s Deferred ends (however it ends).
+
+        Cancelling the returned Deferred while it waits gives the place up
+        without calling C{f}: the operations behind it move forward.  Once
+        C{f} runs, the cancellation goes to C{f}'s Deferred.
+        """
+        key = host.lower()
+
+        def holding(_: object = None) -> Deferred[_T]:
+            try:
+                result = f()
+            except BaseException:
+                self._release(key)
+                raise
+            return result.addBoth(released)
+
+        def released(outcome: object) -> object:
+            self._release(key)
+            return outcome
+
+        waiter = self._acquire(key)
+        if waiter is None:
+            # A free place: no Deferred in between, so the caller gets f's own.
+            try:
+                return holding()
+            except Exception:
+                return fail()
+        return waiter.addCallback(holding)
+
+    def _acquire(self, key: str) -> Deferred[None] | None:
+        """Take a place for C{key} (C{None}), or a Deferred that fires once one is given."""
+        slots = self._hosts.get(key)
+        if slots is None:
+            slots = self._hosts[key] = _Slots()
+        if slots.open < self.limit:
+            slots.open += 1
+            return None
+
+        def give_up(waiter: Deferred[None]) -> None:
+            if waiter in slots.waiting:
+                slots.waiting.remove(waiter)
+
+        waiter: Deferred[None] = Deferred(give_up)
+        slots.waiting.append(waiter)
+        return waiter
+
+    def _release(self, key: str) -> None:
+        slots = self._hosts[key]
+        if slots.waiting:
+            # The place passes straight to the next in line: C{open} stays.
+            slots.waiting.popleft().callback(None)
+            return
+        slots.open -= 1
+        if slots.open == 0:
+            del self._hosts[key]
 
 
 @attrs.define
