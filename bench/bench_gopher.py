@@ -4,7 +4,7 @@ Benchmark gophergem against floors, entirely on loopback.
 
     python bench/bench_gopher.py [--calls N] [--quick]
 
-It starts Gopher servers on 127.0.0.1 to 127.0.0.5 and a Gemini server
+It starts Gopher servers on 127.0.0.1 to 127.0.0.6 and a Gemini server
 (stdlib ssl, a self-signed certificate for localhost) on 127.0.0.1, all on
 port 0 (see bench/servers.py), spawns C{python -m gophergem} over stdio
 with the official SDK client, and prints one table:
@@ -17,6 +17,12 @@ with the official SDK client, and prints one table:
   3. one gopher_batch_fetch of 50 URLs across five loopback hosts vs the
      same 50 URLs fetched one by one, with the default concurrency cap (5)
      and with none;
+  3b. one gopher_batch_fetch of 50 URLs to one small server on 127.0.0.6
+     (listen backlog 5), with the default cap and with
+     GOPHER_MAX_CONCURRENT_REQUESTS=0, vs the same 50 fetched one by one
+     over raw sockets (the per-host limit of 4 keeps the connects under the
+     backlog; outside --quick, 50 raw fetches at once show the SYN-retry
+     cost of overflowing it);
   4. peak memory (VmHWM) of the gophergem process over 50 concurrent 1 MiB
      fetches;
   5. the size of gophergem's compact text block vs json.dumps(structured,
@@ -34,6 +40,7 @@ Nothing here talks to anything outside 127.0.0.0/8.  Everything started
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import math
@@ -65,6 +72,8 @@ from servers import (  # noqa: E402
 )
 
 HOSTS = tuple(f"127.0.0.{i}" for i in range(1, 6))
+SMALL_HOST = "127.0.0.6"  # one more loopback address: the small server
+SMALL_BACKLOG = 5  # its listen backlog, as on many small servers
 BATCH_SIZE = 50
 CALL_TIMEOUT = 60.0
 MIB = 1024 * 1024
@@ -283,6 +292,9 @@ class Peers:
             stack.callback(server.stop)
             server.start()
             self.gopher.append(server)
+        self.small = GopherServer(SMALL_HOST, backlog=SMALL_BACKLOG)
+        stack.callback(self.small.stop)
+        self.small.start()
         cert, key = make_certificate("localhost")
         self.gemini = GeminiServer(cert, key, tmp)
         stack.callback(self.gemini.stop)
@@ -325,6 +337,58 @@ async def _memory(
         "size_capped": sum(1 for x in items if x.get("size_capped")),
         "total_chars": {x.get("total_chars") for x in items},
     }
+
+
+async def _small_server(
+    args: argparse.Namespace,
+    gg: ClientSession,
+    nocap: ClientSession,
+    peers: Peers,
+    r: dict[str, Any],
+) -> None:
+    """
+    One gopher_batch_fetch of 50 distinct texts on the small server, in the
+    default process and in the no-cap one, interleaved with the floor: the
+    same 50 fetched one by one over raw sockets.  Outside --quick, also 50
+    raw fetches at once (threads), which shows what an overflowing backlog
+    costs.
+    """
+    small = peers.small
+    selectors = [f"/text/s{i}.txt" for i in range(BATCH_SIZE)]
+    urls = [small.url("0", sel) for sel in selectors]
+    for key in ("small", "small_nocap", "small_raw", "small_burst"):
+        r[key] = []
+
+    async def batch(s: ClientSession, key: str) -> None:
+        before = small.requests
+        t0 = time.perf_counter()
+        res = await call(s, "gopher_batch_fetch", {"urls": urls, "refresh": True})
+        r[key].append(time.perf_counter() - t0)
+        _check(res, f"gopher_batch_fetch ({key})")
+        items = res.structured_content.get("result", [])
+        bad = [x.get("kind") for x in items if x.get("kind") != "text"]
+        if len(items) != BATCH_SIZE or bad or small.requests - before != BATCH_SIZE:
+            raise BenchError(f"small-server batch gave {len(items)} results, bad {bad[:5]}")
+
+    def raw(selector: str) -> None:
+        if raw_gopher_fetch(small.host, small.port, selector.encode()) != small.text:
+            raise BenchError("raw fetch returned something other than the text")
+
+    def burst() -> None:
+        with concurrent.futures.ThreadPoolExecutor(BATCH_SIZE) as pool:
+            list(pool.map(raw, selectors))
+
+    for _ in range(args.batch_reps):
+        await batch(gg, "small")
+        await batch(nocap, "small_nocap")
+        t0 = time.perf_counter()
+        for selector in selectors:
+            raw(selector)
+        r["small_raw"].append(time.perf_counter() - t0)
+        if not args.quick:
+            t0 = time.perf_counter()
+            await anyio.to_thread.run_sync(burst)
+            r["small_burst"].append(time.perf_counter() - t0)
 
 
 async def run(args: argparse.Namespace, peers: Peers, tmp: str) -> dict[str, Any]:
@@ -515,6 +579,11 @@ async def run(args: argparse.Namespace, peers: Peers, tmp: str) -> dict[str, Any
 
                 await batch(nocap, "batch_nocap")
 
+            # ---- 50 URLs to one small server (listen backlog 5), with the
+            # default cap and with no global cap: the per-host limit keeps
+            # the connects under its backlog either way.
+            await _small_server(args, gg, nocap, peers, r)
+
             # ---- memory with the default cap, in the process that did all the above
             await _memory(gg, gg_info["pid"], peers, "cap", r, "mem_cap")
 
@@ -527,7 +596,105 @@ async def run(args: argparse.Namespace, peers: Peers, tmp: str) -> dict[str, Any
             ):
                 async with session(params, errlog, r[key]):
                     pass
+    r["walk"] = window_walk(args.quick)
     return r
+
+
+# --------------------------------------------------------------------------
+# In process: walking a long gemtext page, and what a cache hit costs
+# --------------------------------------------------------------------------
+
+WALK_PAGE = MIB
+GOAL_WALK_SECONDS = 0.3  # issue 13: every window of a 1 MiB gemtext page
+
+
+def _gemtext_page(size: int) -> str:
+    """About C{size} characters of ordinary gemtext: headings, prose, links, lists, code."""
+    parts: list[str] = []
+    total = n = 0
+    while total < size:
+        part = (
+            f"## Section {n}\n"
+            + "Some prose about this section, long enough to wrap in a reader. " * 3
+            + "\n"
+            + f"=> /posts/{n}.gmi 2024-01-{n % 28 + 1:02d} Post {n}\n"
+            + f"* point {n}\n* another point\n> a quote\n"
+            + f"```python\nprint({n})\n```\n\n"
+        )
+        parts.append(part)
+        total += len(part)
+        n += 1
+    return "".join(parts)
+
+
+def window_walk(quick: bool) -> dict[str, Any]:
+    """
+    In process, on the memory network (no sockets): walking every window of
+    a 1 MiB gemtext page from one download (first walk, then again), and one
+    cached hit of a window already cut, against a parse of the whole page
+    and a first cut of the same window.
+    """
+    from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
+    from gophergem.url import GeminiURL
+    from gophergem.wire.gemtext import parse_gemtext
+
+    page = _gemtext_page(WALK_PAGE)
+    menu = b"".join(b"1Item %d\t/i/%d\tg.example\t70\r\n" % (i, i) for i in range(48))
+    out: dict[str, Any] = {}
+    for limit in (50_000, 2_000):
+        net = MemoryNetwork()
+        net.resolver.add("localhost", "192.0.2.31")  # memory reactor only: never dialled
+        net.listen_gemini(
+            "192.0.2.31",
+            1965,
+            FakeGeminiServer({"/": b"20 text/gemini\r\n" + page.encode()}),
+        )
+        fetcher = net.fetcher(gemini={"max_rendered_chars": limit, "max_response_size": 2 * MIB})
+        net.run(fetcher.gemini("gemini://localhost/", offset=0))  # the one download
+        for label in ("first", "again"):
+            windows = 0
+            t0 = time.perf_counter()
+            offset: int | None = 0
+            while offset is not None:
+                result = net.run(fetcher.gemini("gemini://localhost/", offset=offset))
+                offset = result.window.next_offset
+                windows += 1
+            out[f"walk_{limit}_{label}"] = (time.perf_counter() - t0, windows)
+    t0 = time.perf_counter()
+    parse_gemtext(page, GeminiURL.from_text("gemini://localhost/"))
+    out["walk_floor"] = time.perf_counter() - t0
+
+    # One cached hit of a window already cut, against cutting it afresh.
+    reps = 200 if quick else 2000
+    net = MemoryNetwork()
+    net.resolver.add("localhost", "192.0.2.31")
+    net.resolver.add("g.example", "192.0.2.32")
+    small = _gemtext_page(3_000).encode()
+    net.listen_gemini("192.0.2.31", 1965, FakeGeminiServer({"/": b"20 text/gemini\r\n" + small}))
+    net.listen("192.0.2.32", 70, FakeGopherServer({b"": menu + b".\r\n"}))
+    fetcher = net.fetcher()
+    for name, fetch in (
+        ("gemini", lambda: fetcher.gemini("gemini://localhost/")),
+        ("gopher", lambda: fetcher.gopher("gopher://g.example/")),
+    ):
+        net.run(fetch())
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            hit = net.run(fetch())
+        out[f"hit_{name}"] = (time.perf_counter() - t0) / reps
+        if hit.cache.cached is not True:
+            raise BenchError(f"the in-process {name} hit was not served from the cache")
+        pipeline = fetcher.gemini_pipeline if name == "gemini" else fetcher.gopher_pipeline
+        key = "gemini://localhost/" if name == "gemini" else "gopher://g.example/1"
+        entry = pipeline.cache.get(key)
+        assert entry is not None
+        download = entry[0]
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            download.windows._windows.clear()
+            net.run(fetch())
+        out[f"cut_{name}"] = (time.perf_counter() - t0) / reps
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -632,6 +799,28 @@ def table(r: dict[str, Any]) -> str:
         "{:.1f}",
     )
 
+    section(
+        f"[{BATCH_SIZE} URLs to one small server (listen backlog {SMALL_BACKLOG}), "
+        f"gopher_batch_fetch refresh=true, ms, median of {len(r['small'])}]"
+    )
+    one_by_one = median_ms(r["small_raw"])
+    for label, key in (("cap 5 (default)", "small"), ("no global cap (=0)", "small_nocap")):
+        row(
+            f"batch, {label}",
+            median_ms(r[key]),
+            one_by_one,
+            "{:.1f}",
+            vs="the 50 fetched one by one over raw sockets",
+        )
+    if r["small_burst"]:
+        info(
+            f"  raw sockets, {BATCH_SIZE} at once",
+            median_ms(r["small_burst"]),
+            one_by_one,
+            "ratio = against one by one; the backlog overflows, connects wait for SYN retries",
+            "{:.1f}",
+        )
+
     section(f"[peak memory: {BATCH_SIZE} x 1 MiB gopher_batch_fetch, gophergem VmHWM, MiB]")
     payload = BATCH_SIZE * BIG_SIZE / MIB
     for label, key in (("no cap, 50 in flight", "mem_nocap"), ("cap 5 (default)", "mem_cap")):
@@ -672,6 +861,34 @@ def table(r: dict[str, Any]) -> str:
                 "json.dumps(structuredContent, indent=2)",
             )
         )
+
+    walk = r.get("walk")
+    if walk:
+        section("[in process: a 1 MiB gemtext page window by window, one download, s]")
+        for limit in (50_000, 2_000):
+            for label in ("first", "again"):
+                seconds, windows = walk[f"walk_{limit}_{label}"]
+                ratio = seconds / walk["walk_floor"]
+                ok = "ok" if seconds <= GOAL_WALK_SECONDS else "MISS"
+                rows.append(
+                    (
+                        f"walk, {label}, {windows} windows of {limit:,}",
+                        f"{seconds:.3f}",
+                        f"{walk['walk_floor']:.3f}",
+                        f"{ratio:.2f}x",
+                        f"<={GOAL_WALK_SECONDS}s {ok}",
+                        "one parse_gemtext of the whole page",
+                    )
+                )
+        section("[in process: one cached hit of a window already cut, us]")
+        for name, what in (("gopher", "48-item menu"), ("gemini", "3 KB gemtext page")):
+            row(
+                f"cached {name} hit ({what})",
+                walk[f"hit_{name}"] * 1e6,
+                walk[f"cut_{name}"] * 1e6,
+                "{:.0f}",
+                vs="the same call cutting the window afresh",
+            )
 
     section(f"[start-up: spawn to initialize answer, ms, median of {len(r['startup_gg'])}]")
     row(

@@ -19,6 +19,7 @@ from OpenSSL import SSL
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
+from gophergem.fetcher import gemini as gemini_pipeline
 from gophergem.mcp.payloads import GeminiPayload, payload
 from gophergem.results import (
     CertificateResult,
@@ -1132,6 +1133,96 @@ def test_cached_second_fetch() -> None:
     fresh = fetch(net, via=via, refresh=True)
     assert fresh.cache.cached is False
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        b"20 text/gemini\r\n# Hello\n=> /a A\n```\npre\n```\n",
+        b"20 text/plain\r\nplain words\n",
+    ],
+    ids=["gemtext", "success"],
+)
+def test_cache_hit_parses_nothing(response: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache hit reuses the window cut from the download: nothing is decoded, parsed or cut."""
+    calls: list[str] = []
+    for name in ("_decode_body", "parse_gemtext", "cut_text", "lines_that_may_fit"):
+        real = getattr(gemini_pipeline, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(gemini_pipeline, name, spy)
+    net, server = network({"/": response})
+    via = fetcher(net)
+    first = fetch(net, via=via)
+    assert calls and "_decode_body" in calls
+    calls.clear()
+    second = fetch(net, via=via)
+    assert calls == [] and second.cache.cached is True and len(server.requests) == 1
+    assert attrs.evolve(second, cache=first.cache) == first
+
+
+def test_cache_hit_ages() -> None:
+    """On a kept window only the age fields change from call to call, with the clock."""
+    net, server = network({"/": PAGE})
+    via = fetcher(net)
+    first = fetch(net, via=via)
+    ages = []
+    for step in (3, 120):
+        net.reactor.advance(step)
+        hit = fetch(net, via=via)
+        assert (hit.cache.cached, hit.cache.cached_at) == (True, first.cache.cached_at)
+        assert hit.request_info == first.request_info
+        ages.append(hit.cache.cache_age_seconds)
+    assert ages == [3, 123] and len(server.requests) == 1
+
+
+def test_refresh_discards_kept_windows() -> None:
+    """After refresh, every window comes from the new download, kept ones included."""
+    net, server = network({"/": PAGE})
+    via = fetcher(net)
+    fetch(net, via=via)
+    server.routes["/"] = b"20 text/gemini\r\n# Again\n"
+    fresh = fetch(net, via=via, refresh=True)
+    hit = fetch(net, via=via)
+    assert hit.cache.cached is True
+    assert [line.content for line in hit.lines] == [line.content for line in fresh.lines]
+    assert [line.content for line in hit.lines] == ["# Again"]
+
+
+def test_second_walk_matches_the_first() -> None:
+    """A second walk of a page (windows kept or cut afresh) gives the first walk's windows."""
+    page = "".join(f"# {n}\n```py\n=> /not-a-link {n}\n```\n=> /p{n} {n}\n" for n in range(400))
+    net, server = network({"/": b"20 text/gemini\r\n" + page.encode()})
+    via = fetcher(net, max_rendered_chars=1_000)
+    first = read_all(net, URL, via)
+    second = read_all(net, URL, via)
+    assert len(first) > 20 and len(server.requests) == 1
+    assert [attrs.evolve(w, cache=first[0].cache) for w in second] == [
+        attrs.evolve(w, cache=first[0].cache) for w in first
+    ]
+    assert not any(
+        line.type == "link" and "not-a-link" in line.content for w in first for line in w.lines
+    )
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["```\na\n```\nb\n", "a\n```x\n```\n```\nb\n", "a``` \n```\n\n```", "\n\n```\n"],
+)
+def test_toggle_index_agrees_with_counting(page: str) -> None:
+    """The toggle index gives the preformatted state counting gives, at every line start."""
+    from gophergem.url import GeminiURL
+
+    url = GeminiURL.from_text(URL)
+    index = gemini_pipeline._toggles(page)
+    starts = [0] + [i + 1 for i, c in enumerate(page) if c == "\n" and i + 1 < len(page)]
+    for offset in starts:
+        rest = page[offset:]
+        parse = gemini_pipeline.GeminiPipeline._parse_window
+        assert parse(url, page, offset, rest, index) == parse(url, page, offset, rest, None)
 
 
 def test_query_urls_never_cached() -> None:

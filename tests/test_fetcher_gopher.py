@@ -5,12 +5,17 @@ in-memory network (no sockets, no real time).
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import pytest
 from twisted.internet.protocol import Factory, Protocol
 
+from gophergem.fetcher import gopher as gopher_pipeline
 from gophergem.mcp.payloads import GopherPayload, payload
 from gophergem.results import BinaryResult, FetchFailure, MenuResult, TextResult
 from gophergem.testing import FakeGopherServer, MemoryNetwork
+from gophergem.wire import gopher as gopher_wire
 
 HOST_IP = "192.0.2.10"  # never dialled: the memory reactor only records it
 MENU = (
@@ -193,6 +198,91 @@ def test_errors_are_not_cached(net: MemoryNetwork) -> None:
     net.listen(HOST_IP, 70, FakeGopherServer({b"": b".\r\n"}))
     result = net.run(fetcher.gopher("gopher://g.example/"))
     assert isinstance(result, MenuResult)
+
+
+@pytest.mark.parametrize(
+    ("url", "parser", "cutter"),
+    [
+        ("gopher://g.example/", "parse_menu", "cut_items"),
+        ("gopher://g.example/0/about.txt", "parse_text", "cut_text"),
+    ],
+    ids=["menu", "text"],
+)
+def test_cache_hit_neither_parses_nor_cuts(
+    net: MemoryNetwork,
+    server: FakeGopherServer,
+    monkeypatch: pytest.MonkeyPatch,
+    url: str,
+    parser: str,
+    cutter: str,
+) -> None:
+    """A cache hit reuses the window cut from the download: no parse, no cut, same content."""
+    calls: list[str] = []
+    for module, name in ((gopher_wire, parser), (gopher_pipeline, cutter)):
+        real = getattr(module, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            calls.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+    fetcher = net.fetcher()
+    first = net.run(fetcher.gopher(url))
+    assert sorted(calls) == sorted([parser, cutter])
+    calls.clear()
+    second = net.run(fetcher.gopher(url))
+    assert calls == [] and second.cache.cached is True
+    assert attrs.evolve(second, cache=first.cache) == first
+
+
+def test_cache_hit_ages(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """On a kept window only the age fields change from call to call, with the clock."""
+    fetcher = net.fetcher()
+    first = net.run(fetcher.gopher("gopher://g.example/0/about.txt"))
+    ages = []
+    for step in (7, 60):
+        net.reactor.advance(step)
+        hit = net.run(fetcher.gopher("gopher://g.example/0/about.txt"))
+        assert hit.cache.cached is True and hit.cache.cached_at == first.cache.cached_at
+        assert hit.request_info == first.request_info
+        ages.append(hit.cache.cache_age_seconds)
+    assert ages == [7, 67] and len(server.requests) == 1
+
+
+def test_kept_window_takes_this_calls_request(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """A kept window echoes the request of the call it answers, not the first call's."""
+    fetcher = net.fetcher()
+    net.run(fetcher.gopher("gopher://g.example/0/about.txt"))
+    hit = net.run(fetcher.gopher("gopher://g.example/0/about.txt", search="x"))
+    assert hit.cache.cached is True and hit.request_info.search_ignored is True
+
+
+def test_refresh_discards_kept_windows(net: MemoryNetwork, server: FakeGopherServer) -> None:
+    """After refresh, every window comes from the new download, kept ones included."""
+    fetcher = net.fetcher()
+    net.run(fetcher.gopher("gopher://g.example/0/about.txt"))
+    server.responses[b"/about.txt"] = b"Second\r\n.\r\n"
+    fresh = net.run(fetcher.gopher("gopher://g.example/0/about.txt", refresh=True))
+    hit = net.run(fetcher.gopher("gopher://g.example/0/about.txt"))
+    assert fresh.text == hit.text == "Second\n" and hit.cache.cached is True
+
+
+def test_kept_windows_count_in_the_cache_weight(net: MemoryNetwork) -> None:
+    """A cached download weighs what it holds plus its window allowance, never exceeded."""
+    lines = b"".join(b"0Item %d\t/%d\tg.example\t70\r\n" % (n, n) for n in range(3000))
+    net.listen(HOST_IP, 70, FakeGopherServer({b"": lines + b".\r\n"}))
+    fetcher = net.fetcher(max_rendered_chars=5_000)
+    offset: int | None = 0
+    while offset is not None:
+        offset = net.run(fetcher.gopher("gopher://g.example/", offset=offset)).window.next_offset
+    cache = fetcher.gopher_pipeline.cache
+    hit = cache.get("gopher://g.example/1")
+    assert hit is not None
+    download = hit[0]
+    memo = download.windows
+    assert len(memo) > 0 and memo._spent <= memo.allowance
+    assert download.weight == download.held + memo.allowance
+    assert cache._bytes == download.weight
 
 
 def test_menu_windows(net: MemoryNetwork) -> None:

@@ -5,8 +5,9 @@ What the Gopher and the Gemini pipelines share, written once.
 L{Steps} holds the politeness and cache machinery one protocol's pipeline
 runs a fetch through, in order: the offset and allowlist checks, the
 robots.txt gate (whose probe is itself an exchange through the same
-client, never through the gate), the cache, the concurrency cap and the
-per-host pacing around each exchange, and one deadline over all of it.
+client, never through the gate), the cache, the per-host connection limit,
+the concurrency cap and the per-host pacing around each exchange (a probe's
+included), and one deadline over all of it.
 The module functions cut windows and keep the rule that a fetch never
 fails (an unexpected exception becomes a logged C{FETCH_ERROR} result).
 
@@ -30,7 +31,7 @@ from twisted.python.failure import Failure
 
 from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
 from gophergem.interfaces import IResponseCache
-from gophergem.policy.pacing import ConcurrencyCap, HostPacer
+from gophergem.policy.pacing import ConcurrencyCap, HostConnectionLimit, HostPacer
 from gophergem.policy.robots import RobotsFetch, RobotsGate
 from gophergem.results import (
     CacheInfo,
@@ -45,10 +46,12 @@ from gophergem.wire.robots import MAX_ROBOTS_BYTES
 __all__ = [
     "OFFLOAD_BYTES",
     "SMALL_WEIGHT",
+    "WINDOW_WEIGHT",
     "Deadline",
     "Download",
     "Offload",
     "Steps",
+    "WindowMemo",
     "check_end",
     "check_offset",
     "internal_failure",
@@ -73,6 +76,53 @@ OFFLOAD_BYTES = 64 * 1024
 #: The cache weight of a download that keeps no body (a described binary
 #: item, a Gemini response that is not text): next to nothing.
 SMALL_WEIGHT = 512
+
+
+#: What one memoised window costs besides its content: the result, its
+#: window and cache values, and the memo's slot.
+WINDOW_WEIGHT = 512
+
+
+@attrs.define(eq=False)
+class WindowMemo(Generic[T]):
+    """
+    The windows already cut from one cached download, by offset, so that a
+    cache hit costs a dictionary lookup instead of a parse and a cut.
+
+    The memo holds at most C{allowance} bytes (as the callers estimate
+    them), and the download counts the whole allowance in its cache
+    C{weight} from the start: the cache's byte budget never drifts as
+    windows are added.  A window that does not fit is cut again each time.
+    Only the reactor thread touches it.
+    """
+
+    allowance: int = 0
+    _spent: int = 0
+    _windows: dict[int, T] = attrs.field(factory=dict)
+
+    @classmethod
+    def within(cls, estimate: int, held: int, limit: int) -> WindowMemo[T]:
+        """
+        A memo allowed what every window together should cost (C{estimate})
+        but no more than the larger of what the download already holds
+        (C{held}) and about one full window of C{limit} characters.
+        """
+        return cls(min(estimate, max(held, 16 * limit + WINDOW_WEIGHT)))
+
+    def get(self, offset: int) -> T | None:
+        """The window cut at C{offset}, if it is kept."""
+        return self._windows.get(offset)
+
+    def keep(self, offset: int, window: T, weight: int) -> None:
+        """Keep C{window} for C{offset} when its C{weight} fits what is left."""
+        weight += WINDOW_WEIGHT
+        if offset in self._windows or self._spent + weight > self.allowance:
+            return
+        self._windows[offset] = window
+        self._spent += weight
+
+    def __len__(self) -> int:
+        return len(self._windows)
 
 
 # --- parsing off the reactor --------------------------------------------------------
@@ -236,6 +286,8 @@ class _Limits(Protocol):
     @property
     def max_concurrent_requests(self) -> int: ...
     @property
+    def max_connections_per_host(self) -> int: ...
+    @property
     def respect_robots_txt(self) -> bool: ...
 
 
@@ -268,6 +320,7 @@ class Steps(Generic[C]):
     robots: RobotsGate | None
     _pacer: HostPacer
     _cap: ConcurrencyCap
+    _hosts: HostConnectionLimit
 
     @classmethod
     def start(
@@ -279,9 +332,9 @@ class Steps(Generic[C]):
         probe: RobotsFetch,
     ) -> Steps[C]:
         """
-        The steps for C{config}: its pacing and concurrency cap, and (when
-        it respects robots.txt) a gate made by C{gate} that reads robots.txt
-        through C{probe}.
+        The steps for C{config}: its pacing, per-host connection limit and
+        concurrency cap, and (when it respects robots.txt) a gate made by
+        C{gate} that reads robots.txt through C{probe}.
         """
         robots = gate(clock, probe, config) if config.respect_robots_txt else None
         return cls(
@@ -291,6 +344,7 @@ class Steps(Generic[C]):
             robots,
             HostPacer(clock, config.requests_per_minute),
             ConcurrencyCap(config.max_concurrent_requests),
+            HostConnectionLimit(config.max_connections_per_host),
         )
 
     def check_allowlists(self, host: str, port: int) -> None:
@@ -365,8 +419,15 @@ class Steps(Generic[C]):
 
     def exchange(self, host: str, work: Callable[[], Awaitable[T]], *, paced: bool) -> Deferred[T]:
         """
-        Run one exchange with C{host} under the concurrency cap and, when
-        C{paced}, after this host's turn (a robots.txt probe is not paced).
+        Run one exchange with C{host}: once the host has a free connection
+        place, then under the concurrency cap and, when C{paced}, after this
+        host's turn (a robots.txt probe is not paced, but it takes a place).
+
+        The host's place comes first, so operations queued for one busy host
+        hold no place under the global cap and never delay other hosts.  The
+        caller must not hold a place while it waits for a robots.txt verdict
+        (the pipelines check robots.txt before they call this), or a probe
+        could wait for a place its own fetch holds.
         """
 
         async def turn() -> T:
@@ -374,7 +435,7 @@ class Steps(Generic[C]):
                 await self._pacer.turn(host)
             return await work()
 
-        return self._cap.run(lambda: Deferred.fromCoroutine(turn()))
+        return self._hosts.run(host, lambda: self._cap.run(lambda: Deferred.fromCoroutine(turn())))
 
     def probe_limit(self) -> int:
         """How many bytes of robots.txt are read."""

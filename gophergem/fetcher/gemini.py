@@ -5,7 +5,11 @@ The Gemini pipeline: URL, policy, trust, cache, client, result.
 The peer of L{gophergem.fetcher.gopher}, with the same shape: check the
 request, take the shared steps (L{gophergem.fetcher._pipeline.Steps}:
 robots.txt, cache, cap, pacing, one deadline), exchange one request through
-L{gophergem.client.gemini}, decode and cut one window.
+L{gophergem.client.gemini}, decode and cut one window.  A cached download
+keeps the windows already cut from it
+(L{gophergem.fetcher._pipeline.WindowMemo}): a hit parses nothing and only
+fills in the request and the age fields.  Where the preformatted blocks
+toggle is indexed once per page, so walking a long page stays linear.
 
 Every status becomes a result kind (SPEC §5).  Redirects are reported, never
 followed; input prompts are returned for the model to answer; a 44 backs the
@@ -17,8 +21,12 @@ handshake has completed, before the request is written.
 from __future__ import annotations
 
 import math
+import re
 import sys
+from array import array
+from bisect import bisect_left
 from collections import OrderedDict
+from collections.abc import Sequence
 from functools import partial
 from urllib.parse import unquote
 
@@ -46,9 +54,11 @@ from gophergem.errors import (
 from gophergem.fetcher._budget import cut_lines, cut_text, lines_that_may_fit
 from gophergem.fetcher._pipeline import (
     SMALL_WEIGHT,
+    WINDOW_WEIGHT,
     Deadline,
     Offload,
     Steps,
+    WindowMemo,
     check_end,
     check_offset,
     internal_failure,
@@ -62,6 +72,7 @@ from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
 from gophergem.policy.pacing import SlowDownBoard
 from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
+    CacheInfo,
     CertificateResult,
     FetchFailure,
     GeminiBinaryResult,
@@ -178,11 +189,35 @@ def _strip_query(text: object) -> str:
     return safe_echo(text.split("?", 1)[0].split("#", 1)[0])
 
 
+#: A line that opens or closes a preformatted block.
+_TOGGLE = re.compile(r"^```", re.MULTILINE)
+
+_Window = GemtextResult | PartialLineResult | SuccessResult | GeminiBinaryResult
+
+
+def _toggles(text: str) -> array[int]:
+    """Where each line that toggles preformatting starts, in order (pure)."""
+    return array("q", (match.start() for match in _TOGGLE.finditer(text)))
+
+
+def _gemtext_weight(chars: int, lines: int, links: int) -> int:
+    """
+    About what a parsed gemtext window of C{chars} characters, C{lines}
+    lines and C{links} links holds in memory (measured with tracemalloc for
+    pages of tiny, linked, dated, preformatted and prose lines; it errs high).
+    """
+    return 3 * chars + 220 * lines + 300 * links
+
+
 @attrs.frozen
 class GeminiDownload:
     """
     A Gemini 2x response as the cache keeps it (only when it arrived whole:
     C{incomplete_reason} is C{None}).
+
+    @ivar toggles: For a gemtext page, where each line that opens or closes
+        a preformatted block starts.
+    @ivar windows: The windows already cut from it.
     """
 
     header: wire.ResponseHeader
@@ -195,17 +230,47 @@ class GeminiDownload:
     fetched_at: float
     tls: TLSFacts
     decoding: str = "clean"
+    toggles: Sequence[int] = attrs.field(default=(), eq=False, repr=False)
+    windows: WindowMemo[_Window] = attrs.field(factory=WindowMemo, eq=False, repr=False)
+
+    @property
+    def held(self) -> int:
+        """About what the decoded body and its index hold in memory."""
+        if self.text is None:
+            return SMALL_WEIGHT
+        return sys.getsizeof(self.text) + 8 * len(self.toggles)
 
     @property
     def weight(self) -> int:
-        """About what this download holds in memory: the cache's measure."""
-        return sys.getsizeof(self.text) if self.text is not None else SMALL_WEIGHT
+        """The cache's measure: what the body holds, and its windows' allowance."""
+        return self.held + self.windows.allowance
+
+    def with_memo(self, limit: int) -> GeminiDownload:
+        """
+        This download with a window memo sized for windows of C{limit}
+        characters: every window's result together, or as much as the
+        download already holds.
+        """
+        text = self.text
+        if text is None:
+            estimate = WINDOW_WEIGHT
+        else:
+            estimate = WINDOW_WEIGHT * (2 + 2 * len(text) // limit)
+            if self.mime.essence == "text/gemini":
+                lines = text.count("\n") + 1
+                estimate += _gemtext_weight(len(text), lines, text.count("=>"))
+            else:
+                estimate += sys.getsizeof(text)
+        return attrs.evolve(self, windows=WindowMemo.within(estimate, self.held, limit))
 
 
-def _decode_body(response: GeminiResponse, mime: wire.MimeType) -> tuple[str, str, str]:
+def _decode_body(
+    response: GeminiResponse, mime: wire.MimeType
+) -> tuple[str, str, str, Sequence[int]]:
     """
     A text body as the cache keeps it: decoded and sanitised (pure), with
-    the charset used and how sure it is (L{gophergem.wire.text.DECODINGS}).
+    the charset used, how sure it is (L{gophergem.wire.text.DECODINGS}) and,
+    for gemtext, where its preformatting toggles.
     """
     decoded = decode_body(response.body, mime.charset, truncated=response.overflowed)
     text = sanitise(decoded.text.replace("\r\n", "\n"))
@@ -214,7 +279,8 @@ def _decode_body(response: GeminiResponse, mime: wire.MimeType) -> tuple[str, st
         # would be a URL the page never had).  The window still says
         # size_capped.
         text = text[: text.rindex("\n") + 1]
-    return text, decoded.charset, decoded.decoding
+    toggles = _toggles(text) if mime.essence == "text/gemini" else ()
+    return text, decoded.charset, decoded.decoding, toggles
 
 
 @attrs.define
@@ -550,8 +616,9 @@ class GeminiPipeline:
             )
         text = charset = None
         decoding = "clean"
+        toggles: Sequence[int] = ()
         if mime.type == "text":
-            text, charset, decoding = await parse_off_reactor(
+            text, charset, decoding, toggles = await parse_off_reactor(
                 self.offload, len(response.body), lambda: _decode_body(response, mime)
             )
         return GeminiDownload(
@@ -565,7 +632,8 @@ class GeminiPipeline:
             fetched_at=self.clock.seconds(),
             tls=tls,
             decoding=decoding,
-        )
+            toggles=toggles,
+        ).with_memo(self.config.max_rendered_chars)
 
     # --- windows ----------------------------------------------------------------
 
@@ -578,16 +646,39 @@ class GeminiPipeline:
         *,
         from_cache: bool,
     ) -> GeminiResult:
+        """
+        The window at C{offset}: cut once per download, then only its
+        request and age fields are filled in per call.  A body scrubbed of
+        a secret answer (never cached) is cut afresh.
+        """
         if from_cache:
             info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at), **download.tls)
         cache = self._steps.cache_info(download.fetched_at, from_cache)
+        if info.input_redacted is not None and url.query:
+            return self._cut(url, info, download, offset, cache)[0]
+        kept = download.windows.get(offset)
+        if kept is None:
+            kept, weight = self._cut(url, info, download, offset, cache)
+            download.windows.keep(offset, kept, weight)
+            return kept
+        return attrs.evolve(kept, request_info=info, cache=cache)
+
+    def _cut(
+        self,
+        url: GeminiURL,
+        info: GeminiRequestInfo,
+        download: GeminiDownload,
+        offset: int,
+        cache: CacheInfo,
+    ) -> tuple[_Window, int]:
+        """The window at C{offset}, and about what it holds beyond the download."""
         incomplete = download.incomplete_reason
         limit = self.config.max_rendered_chars
         capped = download.overflowed
         if download.text is None:
             if offset:
                 raise InvalidRequest(message="A binary body has no windows; offset must be 0.")
-            return GeminiBinaryResult(
+            binary = GeminiBinaryResult(
                 request_info=info,
                 size=download.size,
                 mime_type=download.mime.essence,
@@ -596,12 +687,15 @@ class GeminiPipeline:
                 cache=cache,
                 incomplete_reason=incomplete,
             )
+            return binary, 0
         text = download.text
+        toggles: Sequence[int] | None = download.toggles
         if info.input_redacted is not None and url.query:
             # The secret is scrubbed before the body is cut into windows, so
             # that no window boundary can split it into two harmless halves.
             scrubber = Scrubber.for_answer(unquote(url.query))
             text = scrubber.text(text)
+            toggles = None  # the offsets moved
             info = attrs.evolve(info, input_redacted=scrubber.count)
         total = len(text)
         check_end(offset, total, f"the body has {total} characters")
@@ -610,7 +704,7 @@ class GeminiPipeline:
         # characters (see gophergem.fetcher._budget).
         if download.mime.essence != "text/gemini":
             end = cut_text(text, offset, limit)
-            return SuccessResult(
+            success = SuccessResult(
                 request_info=info,
                 content=text[offset:end],
                 mime=attrs.evolve(download.mime, charset=charset),
@@ -620,13 +714,14 @@ class GeminiPipeline:
                 incomplete_reason=incomplete,
                 decoding=download.decoding,
             )
+            return success, sys.getsizeof(success.content)
         chunk = window_text(text, offset, limit)
         at_line_start = offset == 0 or text[offset - 1] == "\n"
         if at_line_start and not chunk.partial_line:
-            part, document = self._fitting_lines(url, text, offset, chunk.text, limit)
+            part, document = self._fitting_lines(url, text, offset, chunk.text, limit, toggles)
             if document is not None:
                 end = offset + len(part)
-                return GemtextResult(
+                gemtext = GemtextResult(
                     request_info=info,
                     lines=document.lines,
                     links=document.links,
@@ -639,13 +734,15 @@ class GeminiPipeline:
                     incomplete_reason=incomplete,
                     decoding=download.decoding,
                 )
+                weight = _gemtext_weight(len(part), len(document.lines), len(document.links))
+                return gemtext, weight
         # Part of one line, as plain text: a line longer than the window, the
         # rest of one an earlier window cut, or one line whose parsed form
         # alone costs more than the window (a long link is counted twice).
         newline = text.find("\n", offset, offset + len(chunk.text))
         line_end = offset + len(chunk.text) if newline < 0 else newline + 1
         end = min(cut_text(text, offset, limit), line_end)
-        return PartialLineResult(
+        partial = PartialLineResult(
             request_info=info,
             text=text[offset:end],
             size=download.size,
@@ -655,9 +752,16 @@ class GeminiPipeline:
             incomplete_reason=incomplete,
             decoding=download.decoding,
         )
+        return partial, sys.getsizeof(partial.text)
 
     def _fitting_lines(
-        self, url: GeminiURL, text: str, offset: int, chunk: str, limit: int
+        self,
+        url: GeminiURL,
+        text: str,
+        offset: int,
+        chunk: str,
+        limit: int,
+        toggles: Sequence[int] | None,
     ) -> tuple[str, GemtextDocument | None]:
         """
         The whole lines at the start of C{chunk} whose parsed form fits
@@ -665,7 +769,7 @@ class GeminiPipeline:
         the first line fits.
         """
         candidate = lines_that_may_fit(chunk, limit)
-        document = self._parse_window(url, text, offset, candidate)
+        document = self._parse_window(url, text, offset, candidate, toggles)
         fit = cut_lines(document.lines, limit)
         if fit == len(document.lines):
             return candidate, document
@@ -684,13 +788,23 @@ class GeminiPipeline:
         )
 
     @staticmethod
-    def _parse_window(url: GeminiURL, text: str, offset: int, chunk: str) -> GemtextDocument:
-        """Parse one window, carrying the preformatted state from before it."""
+    def _parse_window(
+        url: GeminiURL, text: str, offset: int, chunk: str, toggles: Sequence[int] | None
+    ) -> GemtextDocument:
+        """
+        Parse one window, carrying the preformatted state from before it.
+
+        @param toggles: Where C{text}'s toggle lines start (found by
+            bisection, so walking a long page stays linear in its size), or
+            C{None} to count them in place (a scrubbed body, never cached).
+        """
         base = url.without_query()  # links must not carry a (possibly secret) query
-        # The toggle lines before the window (it starts at a line start):
-        # counted in place, so walking a long page stays linear in its size.
-        toggles = text.count("\n```", 0, offset) + (offset > 0 and text.startswith("```"))
-        if toggles % 2:
+        # The toggle lines before the window (it starts at a line start).
+        if toggles is None:
+            before = text.count("\n```", 0, offset) + (offset > 0 and text.startswith("```"))
+        else:
+            before = bisect_left(toggles, offset)
+        if before % 2:
             document = parse_gemtext("```\n" + chunk, base)
             return attrs.evolve(document, lines=document.lines[1:])
         return parse_gemtext(chunk, base)

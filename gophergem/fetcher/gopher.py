@@ -6,7 +6,9 @@ L{GopherPipeline.fetch} checks the request, takes the shared steps
 (L{gophergem.fetcher._pipeline.Steps}: robots.txt, cache, cap, pacing, one
 deadline), exchanges one selector through L{gophergem.client.gopher}, parses
 the answer (off the reactor when it is large) and cuts one window of it.
-Its Deferred never fails: every problem becomes a
+A cached download keeps the windows already cut from it
+(L{gophergem.fetcher._pipeline.WindowMemo}): a hit only fills in the
+request and the age fields.  Its Deferred never fails: every problem becomes a
 L{gophergem.results.FetchFailure} carrying a coded error.
 """
 
@@ -25,9 +27,11 @@ from gophergem.errors import ConnectionFailed, GophergemError, InvalidRequest, N
 from gophergem.fetcher._budget import cut_items, cut_text
 from gophergem.fetcher._pipeline import (
     SMALL_WEIGHT,
+    WINDOW_WEIGHT,
     Deadline,
     Offload,
     Steps,
+    WindowMemo,
     check_end,
     check_offset,
     internal_failure,
@@ -40,6 +44,7 @@ from gophergem.interfaces import IResponseCache
 from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
     BinaryResult,
+    CacheInfo,
     FetchFailure,
     FetchResult,
     MenuResult,
@@ -59,6 +64,8 @@ __all__ = ["GopherDownload", "GopherPipeline"]
 # against tracemalloc.
 _MENU_ITEM_WEIGHT = 300
 
+_Window = MenuResult | TextResult | BinaryResult
+
 
 @attrs.frozen(kw_only=True)
 class GopherDownload:
@@ -72,19 +79,42 @@ class GopherDownload:
     text: wire.TextBody | None = None
     mime_type: str = ""
     incomplete_reason: str | None = None
+    windows: WindowMemo[_Window] = attrs.field(factory=WindowMemo, eq=False, repr=False)
 
     @property
-    def weight(self) -> int:
+    def held(self) -> int:
         """
-        About what this download holds in memory: the cache's measure.  A
-        parsed menu costs far more than its bytes on the wire (each item is
-        an object with its own strings), so it is counted per item as well.
+        About what the parsed resource holds in memory.  A parsed menu
+        costs far more than its bytes on the wire (each item is an object
+        with its own strings), so it is counted per item as well.
         """
         if self.menu is not None:
             return 4 * self.size + _MENU_ITEM_WEIGHT * len(self.menu.items)
         if self.text is not None:
             return sys.getsizeof(self.text.text)
         return SMALL_WEIGHT
+
+    @property
+    def weight(self) -> int:
+        """The cache's measure: what the resource holds, and its windows' allowance."""
+        return self.held + self.windows.allowance
+
+    def with_memo(self, limit: int, most: int) -> GopherDownload:
+        """
+        This download with a window memo sized for windows of C{limit}
+        characters (and at most C{most} menu items): every window's result
+        together, or as much as the download already holds.
+        """
+        if self.menu is not None:
+            count = len(self.menu.items)
+            windows = 2 + count // most + (2 * self.size + 64 * count) // limit
+            estimate = 8 * count + WINDOW_WEIGHT * windows
+        elif self.text is not None:
+            body = self.text.text
+            estimate = sys.getsizeof(body) + WINDOW_WEIGHT * (2 + 2 * len(body) // limit)
+        else:
+            estimate = WINDOW_WEIGHT
+        return attrs.evolve(self, windows=WindowMemo.within(estimate, self.held, limit))
 
 
 @attrs.define
@@ -223,6 +253,7 @@ class GopherPipeline:
         download = await parse_off_reactor(
             self.offload, len(raw.data), lambda: _parse(url, kind, raw, started)
         )
+        download = download.with_memo(self.config.max_rendered_chars, self.config.max_menu_items)
         steps.store(cache, key, download)
         return download, False
 
@@ -259,7 +290,22 @@ class GopherPipeline:
     def _render(
         self, download: GopherDownload, info: RequestInfo, offset: int, from_cache: bool
     ) -> FetchResult:
+        """
+        The window at C{offset}: cut once per download, then only its
+        request and age fields are filled in per call.
+        """
         cache = self._steps.cache_info(download.fetched_at, from_cache)
+        kept = download.windows.get(offset)
+        if kept is None:
+            kept, weight = self._cut(download, info, offset, cache)
+            download.windows.keep(offset, kept, weight)
+            return kept
+        return attrs.evolve(kept, request_info=info, cache=cache)
+
+    def _cut(
+        self, download: GopherDownload, info: RequestInfo, offset: int, cache: CacheInfo
+    ) -> tuple[_Window, int]:
+        """The window at C{offset}, and about what it holds beyond the download."""
         capped = download.overflowed
         limit = self.config.max_rendered_chars
         if download.menu is not None:
@@ -268,18 +314,19 @@ class GopherPipeline:
             # At most max_menu_items, and no more than max_rendered_chars
             # worth of payload (see gophergem.fetcher._budget).
             end = cut_items(items, offset, self.config.max_menu_items, limit)
-            return MenuResult(
+            menu = MenuResult(
                 request_info=info,
                 items=items[offset:end],
                 window=window_for(offset, end, len(items), capped),
                 cache=cache,
                 incomplete_reason=download.incomplete_reason,
             )
+            return menu, 8 * (end - offset)
         if download.text is not None:
             body = download.text.text
             check_end(offset, len(body), f"the resource has {len(body)} characters")
             end = cut_text(body, offset, limit)
-            return TextResult(
+            text = TextResult(
                 request_info=info,
                 text=body[offset:end],
                 size=download.size,
@@ -289,9 +336,10 @@ class GopherPipeline:
                 incomplete_reason=download.incomplete_reason,
                 decoding=download.text.decoding,
             )
+            return text, sys.getsizeof(text.text)
         if offset:
             raise InvalidRequest(message="A binary item has no windows; offset must be 0.")
-        return BinaryResult(
+        binary = BinaryResult(
             request_info=info,
             size=download.size,
             mime_type=download.mime_type,
@@ -300,6 +348,7 @@ class GopherPipeline:
             cache=cache,
             incomplete_reason=download.incomplete_reason,
         )
+        return binary, 0
 
 
 def _parse(url: GopherURL, kind: wire.Category, raw: RawResponse, started: float) -> GopherDownload:
