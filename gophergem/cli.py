@@ -571,14 +571,7 @@ def _trust(config: Config, args: argparse.Namespace, environ: Mapping[str, str])
         )
     except GophergemError as error:
         return _refused(error, args)
-    data = {
-        "kind": "trust_update",
-        "action": action,
-        "host": pin.host,
-        "port": pin.port,
-        "fingerprint": pin.fingerprint,
-    }
-    return _show(args, data, [said])
+    return _show(args, ops.pin_update(action, pin), [said])
 
 
 def _where(host: str, port: int) -> str:

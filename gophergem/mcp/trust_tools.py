@@ -174,15 +174,7 @@ async def gemini_trust_update(
             )
     except GophergemError as error:
         return tool_error(error)
-    return tool_result(
-        {
-            "kind": "trust_update",
-            "action": action,
-            "host": pin.host,
-            "port": pin.port,
-            "fingerprint": pin.fingerprint,
-        }
-    )
+    return tool_result(ops.pin_update(action, pin))
 
 
 # --- client identities ----------------------------------------------------------

@@ -37,6 +37,7 @@ __all__ = [
     "pin_fingerprint",
     "pin_in_the_way",
     "pin_to_remove",
+    "pin_update",
     "remove_identity",
     "remove_pin",
 ]
@@ -212,6 +213,17 @@ def pin_entry(pin: Pin, now: float) -> dict[str, Any]:
         "last_seen": iso_utc(pin.last_seen),
         "expires": iso_utc(pin.expires) if pin.expires > 0 else None,
         "expired": 0 < pin.expires < now,
+    }
+
+
+def pin_update(action: str, pin: Pin) -> dict[str, Any]:
+    """The answer to a pin C{remove} or C{pin}, as the tool and the CLI's JSON give it."""
+    return {
+        "kind": "trust_update",
+        "action": action,
+        "host": pin.host,
+        "port": pin.port,
+        "fingerprint": pin.fingerprint,
     }
 
 
