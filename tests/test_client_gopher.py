@@ -187,3 +187,15 @@ def test_protocol_is_a_plain_protocol() -> None:
     from twisted.protocols.basic import LineOnlyReceiver, LineReceiver
 
     assert not issubclass(GopherClientProtocol, (LineReceiver, LineOnlyReceiver))
+
+
+class OwnershipTests(SynchronousTestCase):
+    def test_buffer_handed_over(self) -> None:
+        """Once the body is delivered, the protocol holds none of its bytes."""
+        protocol, _ = connected(limit=1 << 20)
+        protocol.dataReceived(b"x" * 70000)
+        protocol.connectionLost(Failure(ConnectionDone()))
+        raw = self.successResultOf(protocol.finished)
+        self.assertEqual(len(raw.data), 70000)
+        self.assertEqual(protocol._buffer.value(), b"")
+        self.assertEqual(protocol._buffer.size, 70000)

@@ -781,3 +781,60 @@ def test_sniff_by_item_type(item_type: str, mime: str) -> None:
 def test_sniff_never_raises(data: bytes, item_type: str, selector: bytes) -> None:
     """sniff_mime_type always names some type of the form type/subtype."""
     assert "/" in sniff_mime_type(data, item_type, selector)
+
+
+# --- ownership of a body --------------------------------------------------
+
+
+def test_buffer_take_hands_over() -> None:
+    """take() gives the kept bytes away; the buffer holds none afterwards."""
+    buf = ResponseBuffer(limit=10)
+    buf.feed(b"abc")
+    buf.feed(b"def")
+    taken = buf.take()
+    assert taken == b"abcdef"
+    assert buf.value() == b""
+    assert buf.size == 6
+
+
+def test_ends_menu_on_whitespace_and_dot() -> None:
+    """Only whitespace around one "." ends a menu, however long the whitespace."""
+    buf = ResponseBuffer(limit=1000)
+    buf.feed(b" \r\n" * 100 + b".")
+    assert buf.ends_menu()
+    other = ResponseBuffer(limit=1000)
+    other.feed(b"x" + b" " * 100 + b".")
+    assert not other.ends_menu()
+
+
+def test_parse_text_clears_a_bytearray() -> None:
+    """A bytearray handed to parse_text is cleared once decoded: no raw copy survives."""
+    data = bytearray(b"first\r\n..dotted\r\n.\r\n")
+    body = parse_text(data)
+    assert body.text == "first\n.dotted\n"
+    assert data == b""
+
+
+@given(st.binary(max_size=200), st.booleans())
+@settings(max_examples=300)
+def test_parse_text_same_for_bytearray(data: bytes, truncated: bool) -> None:
+    """A bytearray body parses exactly as the same bytes do."""
+    assert parse_text(bytearray(data), truncated=truncated) == parse_text(data, truncated=truncated)
+
+
+@pytest.mark.parametrize(
+    ("data", "text", "terminated"),
+    [
+        (b"\xef\xbb\xbf..a\r\n.\r\n", "..a\n", True),
+        (b"..a\n..b\n...\n.\n", ".a\n.b\n..\n", True),
+        (b"a\r\rb\r\n. \t\r\n \r\n\t\n", "a\n\nb\n", True),
+        (b"a\n .\n", "a\n .\n", False),
+        (b"caf\xe9\r\n.\r\n", "caf\xe9\n", True),
+        (b"", "", False),
+        (b"\n\n", "\n\n", False),
+    ],
+)
+def test_parse_text_vectors(data: bytes, text: str, terminated: bool) -> None:
+    """Framing, dot-stuffing and line ends are read the same after decoding first."""
+    body = parse_text(data)
+    assert (body.text, body.terminated) == (text, terminated)

@@ -55,7 +55,9 @@ class GeminiResponse:
     What a Gemini server answered.
 
     @ivar header: The parsed response header.
-    @ivar body: The body bytes, at most the cap.
+    @ivar body: The body bytes, at most the cap.  The protocol hands its
+        buffer over (it keeps no copy); whoever decodes the body clears it,
+        so that no raw copy of a text outlives its decoding.
     @ivar overflowed: The server sent more than the cap (the connection was cut).
     @ivar clean: The server ended the body with TLS close_notify.
     @ivar incomplete_reason: Why C{body} may not be whole
@@ -64,7 +66,7 @@ class GeminiResponse:
     """
 
     header: ResponseHeader
-    body: bytes
+    body: bytearray
     overflowed: bool
     clean: bool
     incomplete_reason: str | None = None
@@ -140,9 +142,7 @@ class GeminiClientProtocol(Protocol):
         reason = None
         if self._has_body() and not (clean or self._body.overflowed):
             reason = DEADLINE if self._cancelled else NO_CLOSE_NOTIFY
-        return GeminiResponse(
-            self._header, self._body.value(), self._body.overflowed, clean, reason
-        )
+        return GeminiResponse(self._header, self._body.take(), self._body.overflowed, clean, reason)
 
     def _fail(self, error: GophergemError) -> None:
         self._error = error

@@ -49,7 +49,10 @@ class RawResponse:
     """
     What a server sent.
 
-    @ivar data: The response bytes, at most the cap.
+    @ivar data: The response bytes, at most the cap.  The protocol hands
+        its buffer over (it keeps no copy); whoever decodes the body may
+        clear it (see L{gophergem.wire.gopher.parse_text}), so that no raw
+        copy of a text outlives its decoding.
     @ivar overflowed: Whether the server sent more than the cap (the
         connection was cut there).
     @ivar clean: Whether the server closed the connection normally (or a
@@ -59,7 +62,7 @@ class RawResponse:
         was cut at the cap by us (see C{overflowed}).
     """
 
-    data: bytes
+    data: bytearray
     overflowed: bool
     clean: bool
     incomplete_reason: str | None = None
@@ -112,7 +115,7 @@ class GopherClientProtocol(Protocol):
         reason = None
         if not (clean or self._buffer.overflowed):
             reason = DEADLINE if self._cancelled else CONNECTION_RESET
-        return RawResponse(self._buffer.value(), self._buffer.overflowed, clean, reason)
+        return RawResponse(self._buffer.take(), self._buffer.overflowed, clean, reason)
 
     def connectionMade(self) -> None:
         assert self.transport is not None

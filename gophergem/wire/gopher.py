@@ -6,9 +6,12 @@ Bytes in, frozen values out:
 
   - L{category} says what kind of answer an item type gets.
   - L{encode_request} builds the request line.
-  - L{ResponseBuffer} collects a response up to a byte cap.
+  - L{ResponseBuffer} collects a response up to a byte cap, in one
+    C{bytearray} it hands over whole (L{ResponseBuffer.take}).
   - L{parse_menu} reads a menu without ever dropping a line or raising.
-  - L{parse_text} removes the C{.} terminator and undoes dot-stuffing.
+  - L{parse_text} removes the C{.} terminator and undoes dot-stuffing; a
+    C{bytearray} given to it is cleared once decoded, so a text's raw bytes
+    never outlive its decoding.
   - L{sniff_mime_type} names a binary body.
 """
 
@@ -23,6 +26,8 @@ import attrs
 
 from gophergem.url import GOPHER_DEFAULT_PORT, format_host, quote_bytes
 from gophergem.wire.text import decode_body, decode_text, sanitise, sanitise_line
+
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 __all__ = [
     "Category",
@@ -74,14 +79,15 @@ def encode_request(selector: bytes, search: bytes | None = None) -> bytes:
 @attrs.define
 class ResponseBuffer:
     """
-    Collect response bytes, keeping at most C{limit} of them.
+    Collect response bytes, keeping at most C{limit} of them, in one
+    C{bytearray} (no chunk list, no join: one copy of the body at a time).
 
     @ivar overflowed: Whether the server sent more than C{limit} bytes; what
         went beyond the cap was discarded, never buffered.
     """
 
     limit: int
-    _chunks: list[bytes] = attrs.field(factory=list, init=False)
+    _data: bytearray = attrs.field(factory=bytearray, init=False)
     _size: int = attrs.field(default=0, init=False)
     overflowed: bool = attrs.field(default=False, init=False)
 
@@ -94,25 +100,37 @@ class ResponseBuffer:
             data = data[:room]
             self.overflowed = True
         if data:
-            self._chunks.append(data)
+            self._data += data
             self._size += len(data)
         return self.overflowed
 
     @property
     def size(self) -> int:
-        """The number of bytes kept."""
+        """The number of bytes received and kept (still counted after L{take})."""
         return self._size
 
     def value(self) -> bytes:
-        """Everything kept so far."""
-        if len(self._chunks) > 1:
-            self._chunks = [b"".join(self._chunks)]
-        return self._chunks[0] if self._chunks else b""
+        """A copy of everything kept so far."""
+        return bytes(self._data)
+
+    def take(self) -> bytearray:
+        """
+        Hand over the bytes kept so far: the caller owns them from now on
+        (and may clear them once decoded); this buffer holds none after.
+        """
+        data, self._data = self._data, bytearray()
+        return data
 
     def ends_menu(self) -> bool:
         """Whether what arrived ends with a menu's lone C{.} line."""
-        tail = self.value()[-8:]
-        return tail.rstrip(b" \t\r\n").endswith(b"\n.") or self.value().strip() == b"."
+        tail = bytes(self._data[-8:])
+        return tail.rstrip(b" \t\r\n").endswith(b"\n.") or (
+            _LONE_DOT.fullmatch(self._data) is not None
+        )
+
+
+# Nothing but ASCII whitespace around one ".": what bytes.strip() leaves as b".".
+_LONE_DOT = re.compile(rb"[ \t\r\n\x0b\x0c]*\.[ \t\r\n\x0b\x0c]*")
 
 
 # --- menus ----------------------------------------------------------------
@@ -300,25 +318,45 @@ class TextBody:
     decoding: str = "clean"
 
 
-def parse_text(data: bytes, *, truncated: bool = False) -> TextBody:
+def _ends_with_dot_line(data: bytes | bytearray) -> bool:
+    """
+    Whether the last line that is not blank (spaces and tabs) is a lone
+    C{.} (trailing spaces and tabs allowed), read on the raw bytes.
+    """
+    end = len(data)
+    while end and data[end - 1] in b" \t\r\n":
+        end -= 1
+    return end > 0 and data[end - 1] == 0x2E and (end == 1 or data[end - 2] in b"\r\n")
+
+
+def parse_text(data: bytes | bytearray, *, truncated: bool = False) -> TextBody:
     """
     Read a text body: drop a final lone C{.} line and, only when that
     terminator was there, undo dot-stuffing (C{..} at a line start).  Line
     ends become LF.  Never raises.
+
+    The body is decoded first and worked on as text (the framing is ASCII
+    in every charset a Gopher text is read in), so at most one other copy
+    of it is alive at a time.  A C{bytearray} is handed over: it is cleared
+    as soon as it is decoded, so nothing keeps the raw bytes of a text.
     """
-    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-    # Trailing empty pieces come from the final newline(s).
-    end = len(lines)
-    while end > 0 and lines[end - 1].strip(b" \t\r") == b"":
-        end -= 1
-    terminated = end > 0 and lines[end - 1].rstrip(b" \t\r") == b"."
+    bom = data.startswith(_UTF8_BOM)
+    terminated = _ends_with_dot_line(data)
+    decoded = decode_body(data, truncated=truncated)
+    if isinstance(data, bytearray):
+        data.clear()
+    text, charset, decoding = decoded.text, decoded.charset, decoded.decoding
+    del decoded
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if terminated:
-        body_lines = [line[1:] if line.startswith(b"..") else line for line in lines[: end - 1]]
-        raw = b"\n".join(body_lines) + (b"\n" if body_lines else b"")
-    else:
-        raw = b"\n".join(lines)
-    decoded = decode_body(raw, truncated=truncated)
-    return TextBody(sanitise(decoded.text), decoded.charset, terminated, decoded.decoding)
+        # Trailing blank lines (spaces and tabs only) come after the terminator.
+        end = len(text.rstrip(" \t\n"))
+        text = text[: text.rfind("\n", 0, end) + 1]
+        if text.startswith("..") and not bom:
+            text = text[1:]
+        text = text.replace("\n..", "\n.")
+    return TextBody(sanitise(text), charset, terminated, decoding)
 
 
 # --- binary ---------------------------------------------------------------

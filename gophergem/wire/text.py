@@ -86,7 +86,7 @@ _ASCII_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 
 
 def decode_text(
-    data: bytes, declared: str | None = None, *, truncated: bool = False
+    data: bytes | bytearray, declared: str | None = None, *, truncated: bool = False
 ) -> tuple[str, str]:
     """
     Decode a text body: L{decode_body}'s text and charset.  Never raises.
@@ -96,7 +96,7 @@ def decode_text(
 
 
 def decode_body(
-    data: bytes, declared: str | None = None, *, truncated: bool = False
+    data: bytes | bytearray, declared: str | None = None, *, truncated: bool = False
 ) -> DecodedText:
     """
     Decode a text body, and say how sure the decoding is.
@@ -147,7 +147,7 @@ def _usable_charset(declared: str) -> str | None:
     return name
 
 
-def _resolve_bom(name: str, data: bytes) -> tuple[str, bytes]:
+def _resolve_bom(name: str, data: bytes | bytearray) -> tuple[str, bytes | bytearray]:
     """
     For C{utf-16} and C{utf-32}: the byte order its BOM names (the BOM
     removed), else big-endian.  Any other charset is returned as it is.
@@ -163,7 +163,7 @@ def _resolve_bom(name: str, data: bytes) -> tuple[str, bytes]:
     return default, data
 
 
-def _strict(data: bytes, name: str, truncated: bool) -> str | None:
+def _strict(data: bytes | bytearray, name: str, truncated: bool) -> str | None:
     """Decode C{data} as C{name}, or C{None} when any byte does not fit."""
     try:
         decoder = codecs.getincrementaldecoder(name)(errors="strict")
@@ -172,7 +172,7 @@ def _strict(data: bytes, name: str, truncated: bool) -> str | None:
         return None
 
 
-def _lossy(data: bytes, name: str, truncated: bool) -> str:
+def _lossy(data: bytes | bytearray, name: str, truncated: bool) -> str:
     """Decode C{data} as C{name}, with U+FFFD for what does not fit."""
     try:
         decoder = codecs.getincrementaldecoder(name)(errors="replace")
@@ -194,21 +194,27 @@ def _is_text_charset(name: str) -> bool:
 _NOT_CHARSETS = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined"})
 
 
-def _utf8(data: bytes, truncated: bool) -> str | None:
-    """Decode UTF-8 (a BOM dropped), or C{None} when the bytes are not UTF-8."""
-    data = data.removeprefix(_UTF8_BOM)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        if truncated and error.reason == "unexpected end of data" and error.end == len(data):
-            try:
-                return data[: error.start].decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        return None
+def _utf8(data: bytes | bytearray, truncated: bool) -> str | None:
+    """
+    Decode UTF-8 (a BOM dropped), or C{None} when the bytes are not UTF-8.
+    The bytes are read in place (a view, never a copy).
+    """
+    with memoryview(data) as whole:
+        view = whole[len(_UTF8_BOM) :] if data.startswith(_UTF8_BOM) else whole
+        try:
+            return str(view, "utf-8")
+        except UnicodeDecodeError as error:
+            if truncated and error.reason == "unexpected end of data" and error.end == len(view):
+                try:
+                    return str(view[: error.start], "utf-8")
+                except UnicodeDecodeError:
+                    return None
+            return None
+        finally:
+            view.release()
 
 
-def _guess_8bit(data: bytes) -> str:
+def _guess_8bit(data: bytes | bytearray) -> str:
     """
     Pick the 8-bit charset that best explains C{data}, which is not UTF-8.
 
