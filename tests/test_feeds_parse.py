@@ -1,0 +1,737 @@
+"""
+Tests for L{gophergem.feeds.parse} and L{gophergem.feeds.dates}: reading a
+followed page as a feed.  Example pages shaped like real gemlogs, phlogs
+and feeds, plus hypothesis properties: no input makes a reader raise.
+"""
+
+from __future__ import annotations
+
+import calendar
+import io
+import time
+from typing import Any
+
+import feedparser  # type: ignore[import-untyped]
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gophergem.feeds.dates import (
+    is_future,
+    iso_from_struct_time,
+    parse_date,
+    selector_date,
+)
+from gophergem.feeds.parse import (
+    FEED_TYPES,
+    Entry,
+    Feed,
+    canonical_url,
+    clip_title,
+    detect_feed,
+    parse_gemtext_feed,
+    parse_menu_feed,
+    parse_xml_feed,
+    resolve_link,
+    sniff_xml_feed,
+)
+from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem, parse_menu
+
+#: 2026-12-03T12:00:00Z: "now" in every test that needs one.
+NOW = float(calendar.timegm((2026, 12, 3, 12, 0, 0)))
+
+GEMLOG = "gemini://example.org/gemlog/"
+
+_FORBIDDEN = tuple(chr(c) for c in (*range(0x20), 0x7F, 0x85, 0x202E, 0x2028, 0xE000))
+
+
+def urls(feed: Feed) -> list[str]:
+    return [entry.url for entry in feed.entries]
+
+
+# --- dates -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-01-02", "2026-01-02T12:00:00Z"),
+        ("2026-01-02 - Notes", "2026-01-02T12:00:00Z"),
+        ("2024-02-29: leap day", "2024-02-29T12:00:00Z"),
+        ("2026-13-01 month 13", None),
+        ("2026-02-30 February 30", None),
+        ("2023-02-29 not a leap year", None),
+        ("2026-01-021", None),
+        ("0001-01-01 too old", None),
+        (" 2026-01-02 leading space", None),
+        ("Notes 2026-01-02", None),
+        ("2026-1-2", None),
+        ("\u0662\u0660\u0662\u0666-\u0660\u0661-\u0660\u0662 Arabic-Indic digits", None),
+        ("", None),
+    ],
+)
+def test_parse_date(text: str, expected: str | None) -> None:
+    """A leading real YYYY-MM-DD day is noon UTC that day; anything else is no date."""
+    assert parse_date(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        (b"/phlog/20260102-slug", "2026-01-02T12:00:00Z"),
+        (b"phlog/2025-12-30-notes.txt", "2025-12-30T12:00:00Z"),
+        (b"fs20180818.txt", "2018-08-18T12:00:00Z"),
+        (b"/photos/12345678", None),
+        (b"/2026-0102", None),
+        (b"/id/120260102", None),
+        (b"/x/99999999/20260102", "2026-01-02T12:00:00Z"),
+        (b"/phlog/", None),
+        (b"\xff\xfe", None),
+    ],
+)
+def test_selector_date(selector: bytes, expected: str | None) -> None:
+    """A selector's first YYYYMMDD or YYYY-MM-DD that is a real day is its date."""
+    assert selector_date(selector) == expected
+
+
+@pytest.mark.parametrize(
+    ("iso", "future"),
+    [
+        ("2026-12-03T12:00:00Z", False),
+        ("2026-12-04T12:00:00Z", False),
+        ("2026-12-05T12:00:00Z", True),
+        ("2918-08-18T12:00:00Z", True),
+        ("1999-01-01T12:00:00Z", False),
+        ("junk", False),
+    ],
+)
+def test_is_future(iso: str, future: bool) -> None:
+    """Only a day more than one day after today is in the future."""
+    assert is_future(iso, NOW) is future
+
+
+def test_iso_from_struct_time() -> None:
+    """A UTC struct_time prints as ISO 8601; anything else is no date."""
+    assert iso_from_struct_time(time.gmtime(0)) == "1970-01-01T00:00:00Z"
+    assert iso_from_struct_time("2026-01-02") is None
+    assert iso_from_struct_time(None) is None
+    huge = time.struct_time((99999, 1, 1, 0, 0, 0, 0, 1, 0))
+    assert iso_from_struct_time(huge) is None
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def test_clip_title() -> None:
+    """Titles are sanitised, stripped, clipped with an ellipsis, and None when empty."""
+    assert clip_title("  Hello\x1b[31m red\x00 ") == "Hello red"
+    assert clip_title(" \t\n") is None
+    long = clip_title("x" * 10_000)
+    assert long is not None and len(long) == MAX_TITLE_CHARS and long.endswith("…")
+
+
+@pytest.mark.parametrize(
+    ("base", "reference", "expected"),
+    [
+        (GEMLOG, "post.gmi", "gemini://example.org/gemlog/post.gmi"),
+        (GEMLOG, "../about.gmi", "gemini://example.org/about.gmi"),
+        (GEMLOG, "gemini://EXAMPLE.org:1965/a", "gemini://example.org/a"),
+        (GEMLOG, "gopher://Example.org:70/1/", "gopher://example.org/1/"),
+        (GEMLOG, "https://example.org/x", "https://example.org/x"),
+        ("gopher://example.org/1/phlog/", "a.txt", "gopher://example.org/1/phlog/a.txt"),
+        (GEMLOG, "   ", None),
+        ("not a url", "relative.gmi", None),
+        ("gemini://", "relative.gmi", None),
+    ],
+)
+def test_resolve_link(base: str, reference: str, expected: str | None) -> None:
+    """Links become absolute and canonical; a relative link without a usable base is lost."""
+    assert resolve_link(base, reference) == expected
+
+
+def test_canonical_url_leaves_other_text() -> None:
+    """Only Gemini and Gopher URLs are rewritten; anything else stays as it is."""
+    assert canonical_url("gemini://EXAMPLE.org/./a/../b") == "gemini://example.org/b"
+    assert canonical_url("mailto:me@example.org") == "mailto:me@example.org"
+    assert canonical_url("gemini://") == "gemini://"
+
+
+# --- gemtext --------------------------------------------------------------------------------
+
+# The shape of a real gemlog index: a heading, a subtitle, navigation links,
+# dated posts (with and without a separator), a bare date and a bad date.
+GEMSUB = """\
+# Solderpunk's gemlog
+## Musings from a small corner of Geminispace
+
+=> / Home
+=> gemini://example.org/about.gmi About me
+
+```
+=> 2026-01-01-in-preformat.gmi 2026-01-01 Not a link
+```
+=> 2026-01-03-thoughts.gmi 2026-01-03 - Some thoughts
+=> /gemlog/2026-01-02-notes.gmi 2026-01-02: Notes
+=> ./2026-01-02-notes.gmi 2026-01-02 The same post again
+=> gopher://example.org/0/phlog/x.txt 2025-12-31 A gopher post
+=> bare.gmi 2026-01-04
+=> bad.gmi 2026-02-30 Not a day
+=> glued.gmi 2026-01-0512 Digits glued to the date
+=> spaced.gmi 2026-01-05 \x1b[1mBold\x1b[0m\u202e title
+"""
+
+
+def test_gemsub() -> None:
+    """Dated link lines are the entries, titled without their date, published at noon UTC."""
+    feed = parse_gemtext_feed(GEMLOG + "index.gmi", GEMSUB)
+    assert feed == Feed(
+        "gemsub",
+        "Solderpunk's gemlog",
+        (
+            Entry(GEMLOG + "2026-01-03-thoughts.gmi", "Some thoughts", "2026-01-03T12:00:00Z"),
+            Entry(GEMLOG + "2026-01-02-notes.gmi", "Notes", "2026-01-02T12:00:00Z"),
+            Entry("gopher://example.org/0/phlog/x.txt", "A gopher post", "2025-12-31T12:00:00Z"),
+            Entry(GEMLOG + "spaced.gmi", "Bold title", "2026-01-05T12:00:00Z"),
+        ),
+    )
+
+
+def test_gemsub_needs_something_after_the_date() -> None:
+    """A label that is only a date (or a date and one character) is no entry."""
+    assert parse_gemtext_feed(GEMLOG, "=> a.gmi 2026-01-02\n").feed_type == "page"
+    assert parse_gemtext_feed(GEMLOG, "=> a.gmi 2026-01-02 \n").feed_type == "page"
+    feed = parse_gemtext_feed(GEMLOG, "=> a.gmi 2026-01-02 -\n")
+    assert feed.feed_type == "gemsub"
+    assert feed.entries == (Entry(GEMLOG + "a.gmi", GEMLOG + "a.gmi", "2026-01-02T12:00:00Z"),)
+
+
+def test_gemsub_title_is_the_first_level_one_heading() -> None:
+    """The feed title is the first # heading, not a ## or ### one; None without one."""
+    text = "## Sub\n### Subsub\n# First\n# Second\n=> a 2026-01-02 x\n"
+    assert parse_gemtext_feed(GEMLOG, text).title == "First"
+    assert parse_gemtext_feed(GEMLOG, "=> a 2026-01-02 x\n").title is None
+
+
+def test_page_links() -> None:
+    """A page without dated links follows every link, resolved, once, undated."""
+    text = "# Bookmarks\n=> a.gmi\n=> b.gmi Bee\n=> a.gmi A again\n=> https://example.com/ Web\n"
+    feed = parse_gemtext_feed(GEMLOG, text)
+    assert feed == Feed(
+        "page",
+        "Bookmarks",
+        (
+            Entry(GEMLOG + "a.gmi", GEMLOG + "a.gmi", None),
+            Entry(GEMLOG + "b.gmi", "Bee", None),
+            Entry("https://example.com/", "Web", None),
+        ),
+    )
+
+
+def test_gemtext_over_gopher() -> None:
+    """Gemtext served over Gopher has its relative links resolved against the gopher URL."""
+    feed = parse_gemtext_feed("gopher://example.org/0/log/index.gmi", "=> a.gmi 2026-01-02 A\n")
+    assert urls(feed) == ["gopher://example.org/0/log/a.gmi"]
+
+
+def test_gemtext_entry_titles_are_clipped() -> None:
+    """A hostile overlong label is clipped like every title."""
+    feed = parse_gemtext_feed(GEMLOG, "=> a 2026-01-02 " + "x" * 5000 + "\n")
+    assert len(feed.entries[0].title) == MAX_TITLE_CHARS
+
+
+# --- Gopher menus ----------------------------------------------------------------------------
+
+# Shapes from capsules.md 1.3: burrow's, baud.baby's (no host, a typo year)
+# and pez-gopher's phlog menus, and a year archive.
+PHLOG_MENU = (
+    b"i~~ gopher.black phlog ~~\tfake\t(NULL)\t0\r\n"
+    b"i\tfake\t(NULL)\t0\r\n"
+    b"1Back to the hole\t/\texample.org\t70\r\n"
+    b"12025 archive\t/phlog/2025\texample.org\t70\r\n"
+    b"12026-01-03 - Tuning my radio\t/phlog/20260103-radio\texample.org\t70\r\n"
+    b"02026-01-02   Cold mornings\tfs20260102.txt\t\t\r\n"
+    b"02918-08-18   A typo year\tfs29180818.txt\t\t\r\n"
+    b"02025-12-30: Notes\tphlog/2025-12-30-notes.txt\texample.org\r\n"
+    b"0Untitled by date\t/phlog/20251224-eve.txt\texample.org\t70\r\n"
+    b"02026-02-30 Bad day\t/phlog/x.txt\texample.org\t70\r\n"
+    b"32026-01-01 an error line\t\terror.host\t1\r\n"
+    b".\r\n"
+)
+
+
+def menu(data: bytes) -> tuple[MenuItem, ...]:
+    return parse_menu(data, "example.org", 70).items
+
+
+def test_phlog() -> None:
+    """Items dated in their display text or selector are posts; the rest are left out."""
+    feed = parse_menu_feed("gopher://example.org/1/phlog", menu(PHLOG_MENU), now=NOW)
+    assert feed == Feed(
+        "phlog",
+        "~~ gopher.black phlog ~~",
+        (
+            Entry(
+                "gopher://example.org/1/phlog/20260103-radio",
+                "Tuning my radio",
+                "2026-01-03T12:00:00Z",
+            ),
+            Entry("gopher://example.org/0fs20260102.txt", "Cold mornings", "2026-01-02T12:00:00Z"),
+            Entry(
+                "gopher://example.org/0phlog/2025-12-30-notes.txt",
+                "Notes",
+                "2025-12-30T12:00:00Z",
+            ),
+            Entry(
+                "gopher://example.org/0/phlog/20251224-eve.txt",
+                "Untitled by date",
+                "2025-12-24T12:00:00Z",
+            ),
+        ),
+    )
+
+
+def test_phlog_future_dates_depend_on_now() -> None:
+    """A date more than one day after now is no date; the same date later is."""
+    items = menu(b"02027-01-01 New year\t/ny.txt\texample.org\t70\r\n")
+    assert parse_menu_feed("gopher://example.org/1/", items, now=NOW).feed_type == "page"
+    later = NOW + 40 * 86400
+    assert parse_menu_feed("gopher://example.org/1/", items, now=later).feed_type == "phlog"
+
+
+def test_phlog_title_date_falls_back_to_selector() -> None:
+    """An impossible date in the display text gives way to the selector's date."""
+    items = menu(b"02026-02-30 Typo\t/phlog/20260228.txt\texample.org\t70\r\n")
+    feed = parse_menu_feed("gopher://example.org/1/", items, now=NOW)
+    assert feed.entries == (
+        Entry(
+            "gopher://example.org/0/phlog/20260228.txt", "2026-02-30 Typo", "2026-02-28T12:00:00Z"
+        ),
+    )
+
+
+def test_menu_page() -> None:
+    """A menu without dates follows every item that links somewhere, once."""
+    data = (
+        b"# October 21st, 2019\tfake\t(NULL)\t0\r\n"
+        b"iWelcome\tfake\t(NULL)\t0\r\n"
+        b"1Phlog\t/phlog\texample.org\t70\r\n"
+        b"0About\t/about.txt\texample.org\t70\r\n"
+        b"1Phlog again\t/phlog\texample.org\t70\r\n"
+        b"hWeb\tURL:https://example.com/\texample.org\t70\r\n"
+        b"3Oops\t\terror.host\t1\r\n"
+        b"1\t\texample.org\t70\r\n"
+    )
+    feed = parse_menu_feed("gopher://example.org/1/", menu(data), now=NOW)
+    assert feed == Feed(
+        "page",
+        "Welcome",
+        (
+            Entry("gopher://example.org/1/phlog", "Phlog", None),
+            Entry("gopher://example.org/0/about.txt", "About", None),
+            Entry("https://example.com/", "Web", None),
+            Entry("gopher://example.org/1", "gopher://example.org/1", None),
+        ),
+    )
+
+
+def test_menu_without_info_line_has_no_title() -> None:
+    """Without an info line a menu has no title."""
+    feed = parse_menu_feed("gopher://example.org/1/", menu(b"0A\t/a\texample.org\t70\r\n"), now=NOW)
+    assert feed.title is None
+
+
+def test_menu_now_defaults_to_the_clock() -> None:
+    """Without now, today's clock decides what is in the future."""
+    items = menu(b"02026-01-02 A\t/a\texample.org\t70\r\n")
+    assert parse_menu_feed("gopher://example.org/1/", items).feed_type == "phlog"
+
+
+# --- Atom, RSS, RDF --------------------------------------------------------------------------
+
+ATOM = b"""\xef\xbb\xbf<?xml version="1.0" encoding="utf-8"?>
+<?xml-stylesheet href="style.xsl"?>
+<!-- generated by a gemlog tool -->
+<feed xmlns="http://www.w3.org/2005/Atom">
+  <title>Gemlog of &lt;Alice&gt;</title>
+  <link href="gemini://example.org/gemlog/"/>
+  <id>gemini://example.org/gemlog/</id>
+  <updated>2026-01-03T10:00:00Z</updated>
+  <entry>
+    <title type="html">Hello &lt;b&gt;bold&lt;/b&gt; &amp;amp; world</title>
+    <link href="2026-01-03-hello.gmi" rel="alternate"/>
+    <id>urn:x:1</id>
+    <published>2026-01-03T10:00:00+02:00</published>
+    <updated>2026-01-04T00:00:00Z</updated>
+  </entry>
+  <entry>
+    <title>Only updated</title>
+    <link href="gemini://EXAMPLE.org:1965/gemlog/b.gmi"/>
+    <updated>2026-01-02T09:30:00Z</updated>
+  </entry>
+  <entry>
+    <title>No link at all</title>
+    <id>urn:x:3</id>
+  </entry>
+  <entry>
+    <link href="gopher://example.org/0/c.txt"/>
+  </entry>
+  <entry>
+    <title>Duplicate</title>
+    <link href="gemini://example.org/gemlog/b.gmi"/>
+  </entry>
+</feed>
+"""
+
+RSS = b"""<?xml version="1.0" encoding="ISO-8859-1"?>
+<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN"
+  "http://my.netscape.com/publish/formats/rss-0.91.dtd">
+<rss version="2.0">
+  <channel>
+    <title>Caf\xe9 phlog</title>
+    <link>gopher://example.org/1/phlog</link>
+    <item>
+      <title>Caf\xe9 &amp; cr\xe8me</title>
+      <link>gopher://example.org/0/phlog/cafe.txt</link>
+      <pubDate>Fri, 02 Jan 2026 10:00:00 +0100</pubDate>
+    </item>
+    <item>
+      <title>Relative</title>
+      <link>notes.txt</link>
+    </item>
+    <item>
+      <title>No link</title>
+      <description>just words</description>
+    </item>
+  </channel>
+</rss>
+"""
+
+RDF = b"""<?xml version="1.0"?>
+<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+         xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <channel rdf:about="gemini://example.org/">
+    <title>An RDF channel</title>
+    <link>gemini://example.org/</link>
+  </channel>
+  <item rdf:about="gemini://example.org/one.gmi">
+    <title>One</title>
+    <link>gemini://example.org/one.gmi</link>
+    <dc:date>2026-01-02T03:04:05Z</dc:date>
+  </item>
+</rdf:RDF>
+"""
+
+
+def test_atom() -> None:
+    """Atom entries: markup stripped, links resolved, published else updated, no link left out."""
+    feed = parse_xml_feed(GEMLOG + "atom.xml", ATOM)
+    assert feed == Feed(
+        "atom",
+        "Gemlog of <Alice>",
+        (
+            Entry(GEMLOG + "2026-01-03-hello.gmi", "Hello bold & world", "2026-01-03T08:00:00Z"),
+            Entry(GEMLOG + "b.gmi", "Only updated", "2026-01-02T09:30:00Z"),
+            Entry("gopher://example.org/0/c.txt", "gopher://example.org/0/c.txt", None),
+        ),
+    )
+
+
+def test_rss() -> None:
+    """RSS 2.0 items in a declared charset, with a DOCTYPE; relative links resolved."""
+    feed = parse_xml_feed("gopher://example.org/0/phlog/rss.xml", RSS)
+    assert feed == Feed(
+        "rss",
+        "Café phlog",
+        (
+            Entry("gopher://example.org/0/phlog/cafe.txt", "Café & crème", "2026-01-02T09:00:00Z"),
+            Entry("gopher://example.org/0/phlog/notes.txt", "Relative", None),
+        ),
+    )
+
+
+def test_rdf_is_rss() -> None:
+    """An RSS 1.0 (RDF) document counts as rss."""
+    feed = parse_xml_feed("gemini://example.org/rdf.xml", RDF)
+    assert feed == Feed(
+        "rss",
+        "An RDF channel",
+        (Entry("gemini://example.org/one.gmi", "One", "2026-01-02T03:04:05Z"),),
+    )
+
+
+def test_bozo_xml_is_read_as_far_as_it_goes() -> None:
+    """Ill-formed XML is read leniently; what has a link is kept."""
+    body = b"<rss><channel><title>Broken & co</title><item><title>A <b></title>"
+    body += b"<link>gemini://example.org/a</link></item><item><title>B"
+    feed = parse_xml_feed(GEMLOG, body)
+    assert feed is not None and feed.feed_type == "rss"
+    assert urls(feed) == ["gemini://example.org/a"]
+
+
+def test_not_a_feed() -> None:
+    """XML whose root is not feed, rss or rdf:RDF is not a feed."""
+    assert parse_xml_feed(GEMLOG, b"<?xml version='1.0'?><html><body/></html>") is None
+    assert parse_xml_feed(GEMLOG, b"# a gemtext page\n") is None
+    assert parse_xml_feed(GEMLOG, b"") is None
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"<feed xmlns='http://www.w3.org/2005/Atom'>", "atom"),
+        (b"<atom:feed xmlns:atom='http://www.w3.org/2005/Atom'>", "atom"),
+        (b"\xef\xbb\xbf  \n<?xml version='1.0'?>\n<!-- x -->\n<rss version='2.0'>", "rss"),
+        (b"<!DOCTYPE rss [<!ENTITY a 'b'>]><rss>", "rss"),
+        ("<rss>".encode("utf-16"), "rss"),
+        (b"<rdf:RDF xmlns:rdf='x'>", "rss"),
+        (b"<feedback>", None),
+        (b"<html><feed>", None),
+        (b"text <rss>", None),
+        (b"<!-- unclosed comment <rss>", None),
+    ],
+)
+def test_sniff(body: bytes, expected: str | None) -> None:
+    """The root element, after any prologue, decides whether a body is a feed."""
+    assert sniff_xml_feed(body) == expected
+
+
+def test_feedparser_only_ever_gets_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """feedparser is handed a stream of the body, never a URL or path it could open."""
+    seen: list[Any] = []
+    real = feedparser.parse
+
+    def spy(source: Any, **kwargs: Any) -> Any:
+        seen.append(source)
+        return real(source, **kwargs)
+
+    monkeypatch.setattr(feedparser, "parse", spy)
+    parse_xml_feed("file:///etc/passwd", b"<rss><channel><item><link>/etc/passwd</link></item>")
+    detect_feed("http://example.com/feed", mime="application/rss+xml", body=b"<rss/>")
+    assert seen and all(isinstance(source, io.BytesIO) for source in seen)
+
+
+def test_feedparser_failure_is_an_empty_feed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should feedparser itself fail, the sniffed feed comes back empty instead."""
+
+    def broken(source: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(feedparser, "parse", broken)
+    assert parse_xml_feed(GEMLOG, b"<feed>") == Feed("atom", None, ())
+
+
+def test_entity_bomb_is_harmless() -> None:
+    """A billion-laughs document neither hangs nor expands."""
+    entities = b"".join(b'<!ENTITY e%d "%s">' % (i + 1, b"&e%d;" % i * 10) for i in range(9))
+    body = b'<?xml version="1.0"?><!DOCTYPE rss [<!ENTITY e0 "lol">' + entities + b"]>"
+    body += b"<rss><channel><title>&e9;</title><item><title>&e9;</title>"
+    body += b"<link>gemini://example.org/a</link></item></channel></rss>"
+    feed = parse_xml_feed(GEMLOG, body)
+    assert feed is not None
+    assert all(len(entry.title) <= MAX_TITLE_CHARS for entry in feed.entries)
+
+
+# --- detect_feed ----------------------------------------------------------------------------
+
+
+def test_detect_menu() -> None:
+    """Menu items go to the menu reader, whatever else is given."""
+    feed = detect_feed("gopher://example.org/1/phlog", mime=None, items=menu(PHLOG_MENU), now=NOW)
+    assert feed.feed_type == "phlog"
+
+
+@pytest.mark.parametrize(
+    "mime",
+    ["application/atom+xml", "application/xml; charset=utf-8", "text/xml", "text/gemini", None],
+)
+def test_detect_xml(mime: str | None) -> None:
+    """An Atom body is read as Atom, under an XML type or any other (sniffed)."""
+    assert detect_feed(GEMLOG + "atom.xml", mime=mime, body=ATOM).feed_type == "atom"
+
+
+def test_detect_xml_from_text() -> None:
+    """A decoded body is sniffed too (a Gopher text item holding RSS)."""
+    text = RDF.decode()
+    assert detect_feed("gopher://example.org/0/rdf", mime=None, text=text).feed_type == "rss"
+
+
+def test_detect_gemtext() -> None:
+    """text/gemini is read as gemtext, from the text or from the body in its charset."""
+    assert detect_feed(GEMLOG, mime="text/gemini", text=GEMSUB).feed_type == "gemsub"
+    body = "# Caf\xe9\n=> a.gmi 2026-01-02 Caf\xe9\n".encode("latin-1")
+    feed = detect_feed(GEMLOG, mime="text/gemini; charset=iso-8859-1", body=body)
+    assert feed.title == "Café" and feed.entries[0].title == "Café"
+    assert detect_feed(GEMLOG, mime="TEXT/GEMINI; lang=en").feed_type == "page"
+
+
+def test_detect_other() -> None:
+    """Non-feed XML and other types are pages without entries."""
+    empty = Feed("page", None, ())
+    assert detect_feed(GEMLOG, mime="application/xml", body=b"<html/>") == empty
+    assert detect_feed(GEMLOG, mime="text/plain", body=b"=> a.gmi 2026-01-02 x") == empty
+    assert detect_feed(GEMLOG, mime="image/png", body=b"\x89PNG") == empty
+    assert detect_feed(GEMLOG, mime=None) == empty
+
+
+# --- properties -----------------------------------------------------------------------------
+
+_LINE_PIECES = st.sampled_from(
+    [
+        "=> ",
+        "=>",
+        "# ",
+        "```",
+        "2026-01-02",
+        "2026-02-30",
+        " - ",
+        ": ",
+        "gemini://example.org/",
+        "gopher://h/1/",
+        "../",
+        "\n",
+        "\r\n",
+        "\t",
+        "<",
+        ">",
+    ]
+)
+_TEXT = st.lists(st.one_of(_LINE_PIECES, st.text(max_size=8)), max_size=40).map("".join)
+_BASES = st.one_of(
+    st.sampled_from([GEMLOG, "gopher://example.org/1/", "gemini://[::1]/", "", "x:y"]),
+    st.text(max_size=20),
+)
+
+
+def _check(feed: Feed) -> None:
+    assert feed.feed_type in FEED_TYPES
+    seen = [entry.url for entry in feed.entries]
+    assert len(seen) == len(set(seen))
+    titles = [entry.title for entry in feed.entries]
+    if feed.title is not None:
+        titles.append(feed.title)
+    for title in titles:
+        assert title and title == title.strip() and len(title) <= MAX_TITLE_CHARS
+        assert not any(char in title for char in _FORBIDDEN)
+    for entry in feed.entries:
+        assert entry.url
+        assert entry.published is None or len(entry.published) == 20
+
+
+@given(url=_BASES, text=_TEXT)
+@settings(max_examples=300)
+def test_gemtext_feed_never_raises(url: str, text: str) -> None:
+    """Any text read as gemtext gives a well-formed feed."""
+    feed = parse_gemtext_feed(url, text)
+    assert feed.feed_type in ("gemsub", "page")
+    _check(feed)
+
+
+_XML_PIECES = st.sampled_from(
+    [
+        b"<?xml version='1.0'?>",
+        b"<?xml version='1.0' encoding='bogus'?>",
+        b"<feed>",
+        b"<rss>",
+        b"<rdf:RDF>",
+        b"<channel>",
+        b"<entry>",
+        b"<item>",
+        b"<title>",
+        b"</title>",
+        b"<link>",
+        b"</link>",
+        b"<link href='../a'/>",
+        b"<link href='gemini://x/'/>",
+        b"<published>",
+        b"2026-01-02T00:00:00Z",
+        b"<pubDate>",
+        b"&amp;",
+        b"&bogus;",
+        b"<![CDATA[",
+        b"]]>",
+        b"<!DOCTYPE x [<!ENTITY a 'b'>]>",
+        b"\xef\xbb\xbf",
+        b"\x00",
+        b"\xff",
+    ]
+)
+_XML = st.lists(st.one_of(_XML_PIECES, st.binary(max_size=8)), max_size=30).map(b"".join)
+
+
+@given(url=_BASES, body=st.one_of(_XML, st.binary(max_size=200)))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_xml_feed_never_raises(url: str, body: bytes) -> None:
+    """Any bytes read as XML give a feed or None."""
+    feed = parse_xml_feed(url, body)
+    if feed is not None:
+        assert feed.feed_type in ("atom", "rss")
+        _check(feed)
+
+
+_ITEMS = st.builds(
+    MenuItem,
+    item_type=st.sampled_from(["0", "1", "i", "3", "h", "7", "+", "9", "?"]),
+    title=st.one_of(_TEXT, st.sampled_from(["2026-01-02 x", "2918-01-01 y", "2026-02-30"])),
+    selector=st.one_of(
+        st.binary(max_size=30), st.sampled_from([b"/20260102", b"/2026-01-02/x", b"99999999"])
+    ),
+    host=st.text(max_size=10),
+    port=st.integers(min_value=0, max_value=70000),
+    next_url=st.one_of(st.just(""), _BASES, st.just("gopher://h/0/x")),
+)
+
+
+@given(url=_BASES, items=st.lists(_ITEMS, max_size=10), now=st.floats(allow_nan=True))
+@settings(max_examples=300)
+def test_menu_feed_never_raises(url: str, items: list[MenuItem], now: float) -> None:
+    """Any menu items, at any time (even a nonsense one), give a well-formed feed."""
+    feed = parse_menu_feed(url, items, now=now)
+    assert feed.feed_type in ("phlog", "page")
+    _check(feed)
+
+
+@given(
+    url=_BASES,
+    mime=st.one_of(
+        st.none(),
+        st.text(max_size=30),
+        st.sampled_from(["text/gemini; charset=bogus", "application/xml", "text/gemini"]),
+    ),
+    body=st.one_of(st.none(), _XML, st.binary(max_size=100)),
+    text=st.one_of(st.none(), _TEXT),
+)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_detect_feed_never_raises(
+    url: str, mime: str | None, body: bytes | None, text: str | None
+) -> None:
+    """Whatever a fetch returned, detect_feed gives a well-formed feed."""
+    _check(detect_feed(url, mime=mime, body=body, text=text, now=NOW))
+
+
+@given(text=st.text(max_size=30))
+def test_parse_date_never_raises(text: str) -> None:
+    """parse_date answers a noon UTC time or None for any text."""
+    result = parse_date(text)
+    assert result is None or (result.endswith("T12:00:00Z") and text.startswith(result[:10]))
+
+
+@given(selector=st.binary(max_size=40))
+def test_selector_date_never_raises(selector: bytes) -> None:
+    """selector_date answers a noon UTC time or None for any bytes."""
+    result = selector_date(selector)
+    assert result is None or result.endswith("T12:00:00Z")
+
+
+def test_id_as_link() -> None:
+    """An id or guid stands for a missing link only when it is a gemini or gopher URL."""
+    atom = b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>urn:x:3</id></entry>'
+    atom += b"<entry><title>A</title><id>gemini://example.org/a</id></entry></feed>"
+    assert urls(parse_xml_feed(GEMLOG, atom) or Feed("page", None, ())) == [
+        "gemini://example.org/a"
+    ]
+    rss = b"<rss version='2.0'><channel><item><guid>gopher://example.org/0/b</guid></item>"
+    rss += b"<item><guid isPermaLink='false'>gemini://example.org/c</guid></item>"
+    rss += b"<item><guid>abc</guid></item></channel></rss>"
+    assert urls(parse_xml_feed(GEMLOG, rss) or Feed("page", None, ())) == [
+        "gopher://example.org/0/b"
+    ]
