@@ -31,14 +31,17 @@ __all__ = [
     "ConnectionFailed",
     "ContentFiltered",
     "DNSError",
+    "FeedStoreUnavailable",
     "FetchError",
     "FetchTimeout",
     "FingerprintMismatch",
     "GophergemError",
+    "InputTimeout",
     "InvalidRedirect",
     "InvalidRequest",
     "InvalidStatus",
     "NotFetchable",
+    "NotSubscribed",
     "PermanentError",
     "PinExists",
     "ProtocolError",
@@ -302,3 +305,28 @@ class PinExists(GophergemError):
         if self.pinned_fingerprint is not None:
             out["pinned_fingerprint"] = self.pinned_fingerprint
         return out
+
+
+class InputTimeout(GophergemError):
+    """
+    The user was asked for a capsule's sensitive input and gave no answer in
+    time; nothing was sent to the capsule.
+    """
+
+    code = "INPUT_TIMEOUT"
+
+
+class FeedStoreUnavailable(GophergemError):
+    """
+    The feed subscription store could not be locked, read or written.  Its
+    code names state in general: any store of what gophergem remembers for
+    the user, other than the trust stores, fails with it.
+    """
+
+    code = "STATE_UNAVAILABLE"
+
+
+class NotSubscribed(GophergemError):
+    """The URL given is not one of the subscriptions; nothing changed."""
+
+    code = "NOT_SUBSCRIBED"

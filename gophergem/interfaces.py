@@ -12,8 +12,9 @@ from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
+    from gophergem.feeds.store import FeedEntry, StoredEntry, Subscription
     from gophergem.policy.addresses import IPAddress
     from gophergem.results import FetchResult, GeminiResult
     from gophergem.trust import Identity, Pin
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IAddressPolicy",
+    "IFeedStore",
     "IFetcher",
     "IIdentityStore",
     "IPinStore",
@@ -166,3 +168,60 @@ class IFetcher(Interface):
         Only for the user's explicit consent (an elicitation answer), never
         on the say-so of a model or a page.
         """
+
+
+class IFeedStore(Interface):
+    """
+    The user's feed subscriptions and which of their entries were seen.
+
+    Synchronous, process-safe and crash-safe like L{IPinStore}; every method
+    raises L{gophergem.errors.FeedStoreUnavailable} (C{STATE_UNAVAILABLE})
+    when the store cannot be locked, read or written.  C{now} is the current
+    time in epoch seconds, given by the caller; times come back as ISO 8601
+    UTC text.  See L{gophergem.feeds.store} for the values.
+    """
+
+    def subscribe(
+        url: str, title: str | None, feed_type: str, entries: Iterable[FeedEntry], now: float
+    ) -> tuple[Subscription, bool]:
+        """
+        Follow C{url} with C{entries} (objects with C{url}, C{title} and
+        C{published}) as the baseline, all marked read.  Subscribing again
+        keeps the entries and read state, updates C{feed_type}, and the title
+        when one is given.  Return the subscription and whether it is new.
+
+        @raise gophergem.errors.InvalidRequest: When the store is full.
+        """
+
+    def unsubscribe(url: str) -> bool:
+        """Stop following C{url}; return whether it was followed."""
+
+    def get(url: str) -> Subscription | None:
+        """The subscription to C{url}, or C{None}."""
+
+    def subscriptions() -> list[Subscription]:
+        """Every subscription, sorted by URL."""
+
+    def record_check(
+        url: str, entries: Iterable[FeedEntry], now: float, error: str | None = None
+    ) -> list[StoredEntry]:
+        """
+        Record a check of C{url} in one step: C{last_checked}, C{last_error}
+        and, when C{error} is C{None}, the entries found.  Return the entries
+        that are new or whose title or date changed (now unread), in the
+        order given.  Entries that left the page are kept.  An unknown
+        C{url} changes nothing and returns C{[]}.
+        """
+
+    def unread(
+        url: str | None = None, since: str | None = None
+    ) -> list[tuple[Subscription, StoredEntry]]:
+        """
+        The unread entries (of C{url} only, when given), and with C{since}
+        (ISO 8601) every entry dated, or first seen, after it; newest first.
+
+        @raise gophergem.errors.InvalidRequest: When C{since} is not a date or time.
+        """
+
+    def mark_read(items: Iterable[tuple[str, str]]) -> int:
+        """Mark the C{(feed_url, entry_url)} entries read; return how many were unread."""

@@ -22,8 +22,10 @@ from zope.interface import Interface
 from zope.interface.verify import verifyObject
 
 from gophergem import interfaces
+from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.interfaces import (
     IAddressPolicy,
+    IFeedStore,
     IFetcher,
     IIdentityStore,
     IPinStore,
@@ -51,6 +53,8 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
     (IIdentityStore, "FileIdentityStore", lambda tmp: FileIdentityStore(tmp / "client_certs")),
     (IIdentityStore, "MemoryNetwork.identities", lambda tmp: MemoryNetwork().identities),
     (IFetcher, "Fetcher", lambda tmp: MemoryNetwork().fetcher()),
+    (IFeedStore, "MemoryFeedStore", lambda tmp: MemoryFeedStore()),
+    (IFeedStore, "FileFeedStore", lambda tmp: FileFeedStore(tmp / "feeds.json")),
 ]
 
 #: Providers verified elsewhere, because they live in modules this issue is

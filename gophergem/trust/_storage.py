@@ -11,11 +11,11 @@ shared safely by several processes and surviving crashes.
     document or the new one, never a torn one.
   - Every read takes a shared lock.
   - A lock that cannot be taken within L{LOCK_TIMEOUT} seconds (polled with
-    C{LOCK_NB}, a bounded number of times) raises
-    L{CertificateStoreUnavailable}.
+    C{LOCK_NB}, a bounded number of times) raises the store's error
+    (L{CertificateStoreUnavailable} unless the store names another).
   - A document that cannot be parsed is moved aside (C{<file>.corrupt-<n>}),
-    logged, and the call raises L{CertificateStoreUnavailable}; the next call
-    starts from an empty store.  A valid JSON file that is not ours (say,
+    logged, and the call raises that error; the next call starts from an
+    empty store.  A valid JSON file that is not ours (say,
     gopher-mcp's C{tofu.json}) and a document written by a newer format are
     refused and left untouched.
 
@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import attrs
 from twisted.logger import Logger
 
-from gophergem.errors import CertificateStoreUnavailable
+from gophergem.errors import CertificateStoreUnavailable, GophergemError
 
 __all__ = [
     "LOCK_POLL_INTERVAL",
@@ -57,6 +57,11 @@ else:
     import fcntl as _fcntl
 
 _T = TypeVar("_T")
+
+_IMPORT_PINS = (
+    "Point the setting at a new file; pins from gopher-mcp can be "
+    "imported with `gophergem trust import PATH`."
+)
 
 #: How long a store call waits for another process's lock, in seconds.  Store
 #: calls are synchronous (a pin decision is made inside a TLS callback), so
@@ -133,6 +138,10 @@ class DocumentFile:
         it already existed (the identity store's own directory).
     @ivar lock_timeout: Seconds to wait for a contended lock.
     @ivar poll_interval: Seconds between two attempts at it.
+    @ivar error: The error every failure raises (its class, built with the
+        message, C{next_step} and C{temporary} fields).
+    @ivar foreign_next_step: The advice given when the file is valid JSON
+        that gophergem did not write.
     """
 
     path: Path = attrs.field(converter=Path)
@@ -143,6 +152,8 @@ class DocumentFile:
     private_directory: bool = False
     lock_timeout: float = LOCK_TIMEOUT
     poll_interval: float = LOCK_POLL_INTERVAL
+    error: type[GophergemError] = CertificateStoreUnavailable
+    foreign_next_step: str = _IMPORT_PINS
     _swept: bool = attrs.field(default=False, init=False)
 
     @property
@@ -313,8 +324,7 @@ class DocumentFile:
             )
             raise self._unavailable(
                 "is a file gophergem did not write",
-                next_step="Point the setting at a new file; pins from gopher-mcp can be "
-                "imported with `gophergem trust import PATH`.",
+                next_step=self.foreign_next_step,
             )
         version = document.get("version")
         if type(version) is not int or version < 1:
@@ -420,15 +430,15 @@ class DocumentFile:
 
     def _unavailable(
         self, what: str, *, temporary: bool = False, next_step: str | None = None
-    ) -> CertificateStoreUnavailable:
-        return CertificateStoreUnavailable(
+    ) -> GophergemError:
+        return self.error(
             message=f"The {self.noun} {what}.",
             next_step=next_step or "Check the store's location and permissions (see the log).",
             temporary=temporary,
         )
 
-    def _damaged(self) -> CertificateStoreUnavailable:
-        return CertificateStoreUnavailable(
+    def _damaged(self) -> GophergemError:
+        return self.error(
             message=f"The {self.noun} was damaged; it has been set aside and the next "
             "call starts an empty store.",
             next_step="The damaged file was kept beside the store (see the log) for "

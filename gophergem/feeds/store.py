@@ -1,0 +1,568 @@
+# -*- test-case-name: tests.test_feeds_store -*-
+"""
+Feed subscription stores (L{IFeedStore}): what the user follows and which
+entries of it they have seen.
+
+L{FileFeedStore} keeps everything in one JSON document, on the same file
+machinery as the pin store (L{gophergem.trust._storage.DocumentFile}: a
+C{flock} per call, atomic replace, damaged files moved aside), so several
+gophergem processes can share it and a crash never tears it.
+L{MemoryFeedStore} keeps the same document in a dictionary, for tests and
+library users; both run the same operations on it, so they answer alike
+(C{tests/test_feeds_store.py} runs one contract test against both).
+
+The rules that make "what's new" useful:
+
+  - A new subscription records the entries it was created with as read: the
+    first check is a silent baseline, not the whole archive at once.
+  - After a check, an entry whose URL was never seen is new (unread); a known
+    entry whose title or date changed becomes unread again.
+  - Entries that left the page are kept, so a link that comes back is not
+    new; each feed keeps at most L{MAX_ENTRIES_PER_FEED}, dropping the oldest
+    read entries first.
+
+Times are ISO 8601 UTC text to the second (C{2026-01-02T12:00:00Z}); the
+caller passes the current time as epoch seconds, so nothing here reads a
+clock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+import attrs
+from zope.interface import implementer
+
+from gophergem.errors import FeedStoreUnavailable, InvalidRequest
+from gophergem.interfaces import IFeedStore
+from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
+
+__all__ = [
+    "MAX_ENTRIES_PER_FEED",
+    "MAX_SUBSCRIPTIONS",
+    "FeedEntry",
+    "FileFeedStore",
+    "MemoryFeedStore",
+    "StoredEntry",
+    "Subscription",
+    "parse_time",
+]
+
+#: The most subscriptions one store holds; one more is refused.
+MAX_SUBSCRIPTIONS = 1000
+
+#: The most entries remembered per feed; past it the oldest read ones go.
+MAX_ENTRIES_PER_FEED = 2000
+
+_KIND = "gophergem-feeds"
+_NOUN = "feed subscription store"
+_FOREIGN = "Point the feed store setting at a new file."
+
+_CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+_T = TypeVar("_T")
+
+# A subscription as the document holds it (keyed by its URL):
+#   {"title": str | None, "feed_type": str, "added": time,
+#    "last_checked": time | None, "last_error": str | None,
+#    "entries": {entry URL: {"title": str, "published": time | None,
+#                            "first_seen": time, "read": bool}}}
+_Document = dict[str, Any]
+
+
+class FeedEntry(Protocol):
+    """
+    What the stores need of an entry a check found: the parser's
+    C{gophergem.feeds.parse.Entry} is one, and so is L{StoredEntry}.
+    """
+
+    @property
+    def url(self) -> str:
+        """The entry's URL, which identifies it within its feed."""
+
+    @property
+    def title(self) -> str:
+        """Its display title."""
+
+    @property
+    def published(self) -> str | None:
+        """When it was published (ISO 8601), if the feed says."""
+
+
+@attrs.frozen
+class StoredEntry:
+    """
+    One entry of a feed, as remembered.
+
+    @ivar url: The entry's URL.
+    @ivar title: Its title when last seen.
+    @ivar published: When it was published (ISO 8601 UTC), or C{None}.
+    @ivar first_seen: When this store first recorded it (ISO 8601 UTC).
+    @ivar read: Whether it has been reported (or was part of the baseline).
+    """
+
+    url: str
+    title: str
+    published: str | None
+    first_seen: str
+    read: bool
+
+
+@attrs.frozen
+class Subscription:
+    """
+    One followed URL.
+
+    @ivar url: The URL as the caller gave it (canonicalising it is theirs).
+    @ivar title: The feed's title, if known.
+    @ivar feed_type: What the feed was detected to be (C{gemsub}, C{atom}, ...).
+    @ivar added: When it was subscribed (ISO 8601 UTC).
+    @ivar last_checked: When it was last checked, or C{None}.
+    @ivar last_error: The error code of the last check, C{None} after a good one.
+    @ivar entries_known: How many entries are remembered.
+    @ivar unread: How many of them are unread.
+    """
+
+    url: str
+    title: str | None
+    feed_type: str
+    added: str
+    last_checked: str | None
+    last_error: str | None
+    entries_known: int
+    unread: int
+
+
+# -- times ------------------------------------------------------------------------------
+
+
+def _format(moment: datetime) -> str:
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
+    )
+
+
+def parse_time(text: str) -> str:
+    """
+    Read an ISO 8601 date or date and time and return it as the stores write
+    times: UTC, to the second (C{2026-01-02T12:00:00Z}).  A time without an
+    offset is taken as UTC; a date alone means its midnight.
+
+    @raise ValueError: When C{text} is not such a date or time (or is not text).
+    """
+    if not isinstance(text, str):
+        raise ValueError("a time must be text")
+    try:
+        moment = datetime.fromisoformat(text)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(f"not an ISO 8601 date or time: {text[:40]!r}") from None
+    return _format(moment)
+
+
+def _stamp(now: float) -> str:
+    """The ISO 8601 text of C{now} (epoch seconds)."""
+    if isinstance(now, bool) or not isinstance(now, int | float):
+        raise TypeError("now must be a number of seconds")
+    if not math.isfinite(now):
+        raise ValueError("now must be finite")
+    try:
+        return _format(datetime.fromtimestamp(now, UTC))
+    except (OverflowError, OSError, ValueError):
+        raise ValueError(f"now is out of range: {now!r}") from None
+
+
+def _is_time(value: object) -> bool:
+    if not isinstance(value, str) or _CANONICAL.fullmatch(value) is None:
+        return False
+    try:
+        return parse_time(value) == value
+    except ValueError:
+        return False
+
+
+# -- validating what comes in ---------------------------------------------------------------
+
+
+def _text(value: object, name: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be text, not {type(value).__name__}")
+    if not value and not empty:
+        raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def _optional_text(value: object, name: str) -> str | None:
+    return None if value is None else _text(value, name, empty=True)
+
+
+def _found(entries: Iterable[FeedEntry]) -> list[tuple[str, str, str | None]]:
+    """The C{(url, title, published)} of each entry, the first of each URL only."""
+    seen: dict[str, tuple[str, str, str | None]] = {}
+    for entry in entries:
+        url = _text(getattr(entry, "url", None), "an entry's url")
+        title = _text(getattr(entry, "title", None), "an entry's title", empty=True)
+        published = getattr(entry, "published", None)
+        if published is not None:
+            published = parse_time(published)
+        seen.setdefault(url, (url, title, published))
+    return list(seen.values())
+
+
+def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items:
+        feed_url, entry_url = item
+        pairs.append((_text(feed_url, "a feed url"), _text(entry_url, "an entry url")))
+    return pairs
+
+
+def _since(since: str | None) -> str | None:
+    if since is None:
+        return None
+    try:
+        return parse_time(since)
+    except ValueError:
+        raise InvalidRequest(
+            message="since is not an ISO 8601 date or time.",
+            next_step="Give a date such as 2026-01-05 or a time such as 2026-01-05T09:00:00Z.",
+        ) from None
+
+
+# -- the document ---------------------------------------------------------------------------
+
+
+def _check_document(document: _Document) -> None:
+    """Refuse a document that is not exactly what the stores write."""
+    for url, record in document.items():
+        if not url:
+            raise ValueError("a subscription without a URL")
+        if not isinstance(record, dict):
+            raise TypeError("a subscription is not an object")
+        if not isinstance(record["title"], str | None):
+            raise TypeError("title is not text")
+        if not isinstance(record["feed_type"], str) or not record["feed_type"]:
+            raise TypeError("feed_type is not text")
+        if not _is_time(record["added"]):
+            raise ValueError("added is not a time")
+        if record["last_checked"] is not None and not _is_time(record["last_checked"]):
+            raise ValueError("last_checked is not a time")
+        if not isinstance(record["last_error"], str | None):
+            raise TypeError("last_error is not text")
+        entries = record["entries"]
+        if not isinstance(entries, dict):
+            raise TypeError("entries is not an object")
+        for entry_url, entry in entries.items():
+            if not entry_url:
+                raise ValueError("an entry without a URL")
+            if not isinstance(entry, dict):
+                raise TypeError("an entry is not an object")
+            if not isinstance(entry["title"], str):
+                raise TypeError("an entry's title is not text")
+            if entry["published"] is not None and not _is_time(entry["published"]):
+                raise ValueError("an entry's published is not a time")
+            if not _is_time(entry["first_seen"]):
+                raise ValueError("an entry's first_seen is not a time")
+            if type(entry["read"]) is not bool:
+                raise TypeError("an entry's read is not true or false")
+
+
+def _subscription(url: str, record: dict[str, Any]) -> Subscription:
+    entries = record["entries"]
+    return Subscription(
+        url=url,
+        title=record["title"],
+        feed_type=record["feed_type"],
+        added=record["added"],
+        last_checked=record["last_checked"],
+        last_error=record["last_error"],
+        entries_known=len(entries),
+        unread=sum(1 for entry in entries.values() if not entry["read"]),
+    )
+
+
+def _stored(url: str, entry: dict[str, Any]) -> StoredEntry:
+    return StoredEntry(
+        url=url,
+        title=entry["title"],
+        published=entry["published"],
+        first_seen=entry["first_seen"],
+        read=entry["read"],
+    )
+
+
+def _when(entry: dict[str, Any]) -> str:
+    """When an entry happened: its date, else when it was first seen."""
+    published: str | None = entry["published"]
+    return published if published is not None else entry["first_seen"]
+
+
+def _bound(entries: dict[str, Any]) -> None:
+    """Drop entries past L{MAX_ENTRIES_PER_FEED}: read ones first, oldest first."""
+    excess = len(entries) - MAX_ENTRIES_PER_FEED
+    if excess <= 0:
+        return
+    order = sorted(entries, key=lambda url: (not entries[url]["read"], _when(entries[url]), url))
+    for url in order[:excess]:
+        del entries[url]
+
+
+# Each operation below validates all of its arguments before it changes the
+# document, so a refused call changes nothing in either store.
+
+
+def _subscribe(
+    document: _Document,
+    url: str,
+    title: str | None,
+    feed_type: str,
+    found: list[tuple[str, str, str | None]],
+    stamp: str,
+) -> tuple[Subscription, bool]:
+    record = document.get(url)
+    if record is not None:
+        if title is not None:
+            record["title"] = title
+        record["feed_type"] = feed_type
+        return _subscription(url, record), False
+    if len(document) >= MAX_SUBSCRIPTIONS:
+        raise InvalidRequest(
+            message=f"There are {MAX_SUBSCRIPTIONS} subscriptions already, the most kept.",
+            next_step="Unsubscribe from feeds no longer read, then subscribe again.",
+        )
+    entries = {
+        entry_url: {"title": entry_title, "published": published, "first_seen": stamp, "read": True}
+        for entry_url, entry_title, published in found
+    }
+    _bound(entries)
+    record = {
+        "title": title,
+        "feed_type": feed_type,
+        "added": stamp,
+        "last_checked": stamp,
+        "last_error": None,
+        "entries": entries,
+    }
+    document[url] = record
+    return _subscription(url, record), True
+
+
+def _record_check(
+    document: _Document,
+    url: str,
+    found: list[tuple[str, str, str | None]],
+    stamp: str,
+    error: str | None,
+) -> list[StoredEntry]:
+    record = document.get(url)
+    if record is None:
+        return []
+    record["last_checked"] = stamp
+    record["last_error"] = error
+    if error is not None:
+        return []
+    entries: dict[str, Any] = record["entries"]
+    changed: list[str] = []
+    for entry_url, title, published in found:
+        known = entries.get(entry_url)
+        if known is None:
+            entries[entry_url] = {
+                "title": title,
+                "published": published,
+                "first_seen": stamp,
+                "read": False,
+            }
+        elif known["title"] != title or known["published"] != published:
+            known.update(title=title, published=published, read=False)
+        else:
+            continue
+        changed.append(entry_url)
+    _bound(entries)
+    return [_stored(entry_url, entries[entry_url]) for entry_url in changed if entry_url in entries]
+
+
+def _unread(
+    document: _Document, url: str | None, since: str | None
+) -> list[tuple[Subscription, StoredEntry]]:
+    feeds = sorted(document) if url is None else [url] if url in document else []
+    picked: list[tuple[str, Subscription, StoredEntry]] = []
+    for feed_url in feeds:
+        record = document[feed_url]
+        subscription = _subscription(feed_url, record)
+        for entry_url, entry in sorted(record["entries"].items()):
+            when = _when(entry)
+            if not entry["read"] or (since is not None and when > since):
+                picked.append((when, subscription, _stored(entry_url, entry)))
+    picked.sort(key=lambda item: item[0], reverse=True)  # stable: ties stay by URL
+    return [(subscription, entry) for _, subscription, entry in picked]
+
+
+def _mark_read(document: _Document, pairs: list[tuple[str, str]]) -> int:
+    changed = 0
+    for feed_url, entry_url in pairs:
+        record = document.get(feed_url)
+        entry = None if record is None else record["entries"].get(entry_url)
+        if entry is not None and not entry["read"]:
+            entry["read"] = True
+            changed += 1
+    return changed
+
+
+# -- the providers ------------------------------------------------------------------------
+
+
+@attrs.define
+class _Operations:
+    """
+    The L{IFeedStore} methods, over a document reached through two
+    callables: C{_view} reads it, C{_update} changes it (atomically).
+    """
+
+    def _view(self, inspect: Callable[[_Document], _T]) -> _T:
+        raise NotImplementedError
+
+    def _update(self, change: Callable[[_Document], _T]) -> _T:
+        raise NotImplementedError
+
+    def subscribe(
+        self,
+        url: str,
+        title: str | None,
+        feed_type: str,
+        entries: Iterable[FeedEntry],
+        now: float,
+    ) -> tuple[Subscription, bool]:
+        """
+        Follow C{url}, with C{entries} (what it holds now) as the baseline,
+        all read; subscribing again updates the title (when given) and the
+        type and keeps what is known.  Return the subscription and whether
+        it is new.
+
+        @raise InvalidRequest: When the store holds L{MAX_SUBSCRIPTIONS}.
+        """
+        url = _text(url, "url")
+        title = _optional_text(title, "title")
+        feed_type = _text(feed_type, "feed_type")
+        found = _found(entries)
+        stamp = _stamp(now)
+        return self._update(
+            lambda document: _subscribe(document, url, title, feed_type, found, stamp)
+        )
+
+    def unsubscribe(self, url: str) -> bool:
+        """Stop following C{url} and forget its entries; return whether it was followed."""
+        return self._update(lambda document: document.pop(url, None) is not None)
+
+    def get(self, url: str) -> Subscription | None:
+        """The subscription to C{url}, or C{None}."""
+        return self._view(
+            lambda document: _subscription(url, document[url]) if url in document else None
+        )
+
+    def subscriptions(self) -> list[Subscription]:
+        """Every subscription, sorted by URL."""
+        return self._view(
+            lambda document: [_subscription(url, document[url]) for url in sorted(document)]
+        )
+
+    def record_check(
+        self,
+        url: str,
+        entries: Iterable[FeedEntry],
+        now: float,
+        error: str | None = None,
+    ) -> list[StoredEntry]:
+        """
+        Record one check of C{url} in one step: when it ran, its error code,
+        and (without an error) the entries found.  Return the entries that
+        are new or changed (now unread), in the order given; C{[]} when
+        C{url} is not followed (any more).
+        """
+        url = _text(url, "url")
+        found = _found(entries)
+        stamp = _stamp(now)
+        error = _optional_text(error, "error")
+        return self._update(lambda document: _record_check(document, url, found, stamp, error))
+
+    def unread(
+        self, url: str | None = None, since: str | None = None
+    ) -> list[tuple[Subscription, StoredEntry]]:
+        """
+        Every unread entry (of C{url} only, when given) with its feed, and
+        with C{since} also every entry dated (or first seen) after it;
+        newest first.
+
+        @raise InvalidRequest: When C{since} is not an ISO 8601 date or time.
+        """
+        after = _since(since)
+        return self._view(lambda document: _unread(document, url, after))
+
+    def mark_read(self, items: Iterable[tuple[str, str]]) -> int:
+        """
+        Mark entries read, named by C{(feed_url, entry_url)}; unknown ones
+        are skipped.  Return how many were unread.
+        """
+        pairs = _pairs(items)
+        return self._update(lambda document: _mark_read(document, pairs))
+
+
+@implementer(IFeedStore)
+@attrs.define
+class FileFeedStore(_Operations):
+    """
+    Subscriptions in one JSON file, safe for several processes and for crashes.
+
+    Every call reads or changes the file under a lock, so processes sharing
+    the file see each other's changes at once and lose none.  Every method
+    raises L{FeedStoreUnavailable} when the file cannot be locked, read or
+    written; a damaged file is moved aside and the next call starts afresh
+    (see C{docs/stores.md}).
+
+    @ivar path: The JSON file; its parent directory is created (mode 0700)
+        when missing.
+    @ivar lock_timeout: Seconds to wait for another process's lock.
+    """
+
+    path: str | os.PathLike[str]
+    lock_timeout: float = LOCK_TIMEOUT
+    _file: DocumentFile = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._file = DocumentFile(
+            self.path,
+            kind=_KIND,
+            noun=_NOUN,
+            check=_check_document,
+            lock_timeout=self.lock_timeout,
+            error=FeedStoreUnavailable,
+            foreign_next_step=_FOREIGN,
+        )
+
+    def _view(self, inspect: Callable[[_Document], _T]) -> _T:
+        return self._file.view(inspect)
+
+    def _update(self, change: Callable[[_Document], _T]) -> _T:
+        return self._file.update(change)
+
+
+@implementer(IFeedStore)
+@attrs.define
+class MemoryFeedStore(_Operations):
+    """
+    Subscriptions in a dictionary: the same contract as L{FileFeedStore},
+    without a file, for tests and for library users who keep nothing.
+    """
+
+    _document: _Document = attrs.field(factory=dict, init=False)
+
+    def _view(self, inspect: Callable[[_Document], _T]) -> _T:
+        return inspect(self._document)
+
+    def _update(self, change: Callable[[_Document], _T]) -> _T:
+        return change(self._document)
