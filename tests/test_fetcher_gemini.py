@@ -20,7 +20,8 @@ from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
 from gophergem.fetcher import gemini as gemini_pipeline
-from gophergem.mcp.payloads import GeminiPayload, payload
+from gophergem.mcp.payloads import payload
+from gophergem.mcp.schemas import GeminiPayload
 from gophergem.results import (
     CertificateResult,
     FetchFailure,
@@ -1388,3 +1389,18 @@ def test_deadline_in_robots_probe_keeps_no_partial_policy() -> None:
     result = net.run(via.gemini(URL), advance=0.5)
     assert code(result) == "TIMEOUT"
     assert [line.split(b"/", 3)[-1] for line in server.requests] == [b"robots.txt"]
+
+
+@pytest.mark.parametrize(
+    ("meta", "body"),
+    [("text/gemini", b"# Hi\r\n=> /a A\r\n"), ("text/plain; charset=latin-1", b"caf\xe9\r\n")],
+)
+def test_decode_consumes_the_raw_body(meta: str, body: bytes) -> None:
+    """Decoding empties the handed-over body: only the decoded text is kept."""
+    from gophergem.client.gemini import GeminiResponse
+    from gophergem.wire import gemini as wire
+
+    response = GeminiResponse(wire.ResponseHeader(20, meta), bytearray(body), False, True)
+    text, _, _, _ = gemini_pipeline._decode_body(response, wire.parse_mime(meta))
+    assert response.body == b""
+    assert "\r" not in text

@@ -12,7 +12,8 @@ import pytest
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.fetcher import gopher as gopher_pipeline
-from gophergem.mcp.payloads import GopherPayload, payload
+from gophergem.mcp.payloads import payload
+from gophergem.mcp.schemas import GopherPayload
 from gophergem.results import BinaryResult, FetchFailure, MenuResult, TextResult
 from gophergem.testing import FakeGopherServer, MemoryNetwork
 from gophergem.wire import gopher as gopher_wire
@@ -585,3 +586,29 @@ def test_caller_cancel_is_not_a_deadline(net: MemoryNetwork) -> None:
     d.cancel()
     net.flush()
     assert box and not isinstance(box[0], TextResult), box
+
+
+@pytest.mark.parametrize(
+    ("item_type", "data"),
+    [
+        ("0", b"line one\r\n..two\r\n.\r\n"),
+        ("1", b"iHello\t\terror.host\t1\r\n.\r\n"),
+        ("9", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100),
+    ],
+)
+def test_parse_consumes_the_raw_bytes(item_type: str, data: bytes) -> None:
+    """Parsing empties the handed-over buffer: only the parsed download holds the body."""
+    from gophergem.client.gopher import RawResponse
+    from gophergem.url import GopherURL
+
+    raw = RawResponse(bytearray(data), overflowed=False, clean=True)
+    url = GopherURL("example.org", 70, item_type, b"/x")
+    download = gopher_pipeline._parse(url, gopher_wire.category(item_type), raw, 0.0)
+    assert raw.data == b""
+    assert download.size == len(data)
+    held = [
+        v
+        for v in attrs.asdict(download, recurse=False).values()
+        if isinstance(v, bytes | bytearray)
+    ]
+    assert held == []

@@ -29,13 +29,12 @@ from referencing import Registry
 from gophergem import errors
 from gophergem.mcp.payloads import (
     ERROR_CODES,
-    GeminiPayload,
-    GopherPayload,
     compact_text,
     error_payload,
     payload,
     tool_error_payload,
 )
+from gophergem.mcp.schemas import GeminiPayload, GopherPayload
 from gophergem.mcp.server import build_server
 from gophergem.results import FetchResult, GeminiResult, RequestInfo
 from tests.mcp_helpers import run_with_network
@@ -62,7 +61,12 @@ def test_error_codes_are_the_classes_codes() -> None:
     assert set(ERROR_CODES) == {cls.code for cls in every_error_class()}
     assert len(ERROR_CODES) == len(set(ERROR_CODES))
     assert ERROR_CODES[:3] == ("INVALID_REQUEST", "NOT_FETCHABLE", "BLOCKED")
-    assert ERROR_CODES[-1] == "PIN_EXISTS"
+    assert ERROR_CODES[ERROR_CODES.index("PIN_EXISTS") :] == (
+        "PIN_EXISTS",
+        "INPUT_TIMEOUT",
+        "STATE_UNAVAILABLE",
+        "NOT_SUBSCRIBED",
+    )
 
 
 @pytest.mark.parametrize("model", [GopherPayload, GeminiPayload])
@@ -265,12 +269,18 @@ def facts(schema: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("name", list(OUTPUT_MODELS))
 def test_schemas_state_the_same_facts(name: str) -> None:
     """
-    Every field name, type, enum (in order, the error codes too), required
-    name and additionalProperties of the old schema is in the new one, and
-    nothing else.
+    Every field name, type, enum (in order), required name and
+    additionalProperties of the old schema is in the new one, and nothing
+    else; error codes added since are appended to the old list, never
+    inserted or reordered.
     """
     now = facts(json.loads(dict(schemas())[name]))
-    assert now == facts(BEFORE[OUTPUT_MODELS[name]])
+    before = facts(BEFORE[OUTPUT_MODELS[name]])
+    for path, (types, enum, required, extra) in before.items():
+        if path.endswith(".error.code"):
+            assert now[path][1][: len(enum)] == enum
+            before[path] = (types, now[path][1], required, extra)
+    assert now == before
     codes = [v[1] for k, v in now.items() if k.endswith(".error.code")]
     assert codes and all(c == list(ERROR_CODES) for c in codes)
 

@@ -9,11 +9,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import CallToolResult
+from pydantic import BaseModel
 
-from gophergem.mcp._sdk import discard_session, live_sessions, lowlevel_server
+from gophergem.mcp._sdk import (
+    discard_session,
+    live_sessions,
+    lowlevel_server,
+    publish_output_schema,
+    sdk_output_schema,
+)
 
 
 def test_lowlevel_server_is_what_run_is_called_on() -> None:
@@ -55,3 +64,63 @@ def test_discard_session_forgets_then_ends_it() -> None:
     asyncio.run(discard_session(manager, "s1", transport))  # type: ignore[arg-type]
     assert live_sessions(manager) == {}
     assert transport.is_terminated
+
+
+class _Probe(BaseModel):
+    n: int
+
+
+def _probe_server() -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer(name="probe")
+
+    def probe(bad: bool = False) -> CallToolResult:
+        data = {"n": "not a number"} if bad else {"n": 1}
+        return CallToolResult(content=[], structured_content=data)
+
+    server.add_tool(probe, name="probe")
+    return server
+
+
+def _call(server: MCPServer[Any], bad: bool) -> CallToolResult:
+    async def body() -> CallToolResult:
+        result = await server.call_tool("probe", {"bad": bad})
+        assert isinstance(result, CallToolResult)
+        return result
+
+    return asyncio.run(body())
+
+
+def test_published_schema_is_advertised_and_not_checked() -> None:
+    """
+    A schema published without a model is what tools/list shows, and the
+    SDK passes results on unchecked (one validation per call: ours, in tests).
+    """
+    server = _probe_server()
+    schema = sdk_output_schema(_Probe)
+    publish_output_schema(server, "probe", schema)
+    (tool,) = asyncio.run(server.list_tools())
+    assert (
+        tool.output_schema
+        == schema
+        == {
+            "properties": {"n": {"title": "N", "type": "integer"}},
+            "required": ["n"],
+            "title": "_Probe",
+            "type": "object",
+        }
+    )
+    assert _call(server, bad=True).structured_content == {"n": "not a number"}
+
+
+def test_published_schema_with_a_model_is_checked() -> None:
+    """With its model, every result is validated against it, as for an annotated tool."""
+    server = _probe_server()
+    publish_output_schema(server, "probe", sdk_output_schema(_Probe), _Probe)
+    assert _call(server, bad=False).structured_content == {"n": 1}
+    with pytest.raises(Exception, match="n"):
+        _call(server, bad=True)
+
+
+def test_publish_output_schema_unknown_tool() -> None:
+    with pytest.raises(KeyError):
+        publish_output_schema(_probe_server(), "nope", {})

@@ -97,6 +97,14 @@ from gophergem.wire.text import decode_body, sanitise, sanitise_line
 
 __all__ = ["GeminiDownload", "GeminiPipeline"]
 
+TEXT_LIKE_TYPES = frozenset({"application/atom+xml", "application/rss+xml", "application/xml"})
+"""
+Bodies that are not C{text/*} but are text all the same, and are answered
+as C{success} (their content decoded) rather than described as binary: the
+feeds a capsule publishes (Atom, RSS), which a reader follows and a model
+may read.
+"""
+
 
 # How many URLs' prompt kinds (10 or 11) are remembered.
 _MAX_PROMPTS = 4096
@@ -270,17 +278,23 @@ def _decode_body(
     """
     A text body as the cache keeps it: decoded and sanitised (pure), with
     the charset used, how sure it is (L{gophergem.wire.text.DECODINGS}) and,
-    for gemtext, where its preformatting toggles.
+    for gemtext, where its preformatting toggles.  The raw body is consumed:
+    C{response.body} is cleared once decoded.
     """
     decoded = decode_body(response.body, mime.charset, truncated=response.overflowed)
-    text = sanitise(decoded.text.replace("\r\n", "\n"))
+    response.body.clear()
+    text, charset, decoding = decoded.text, decoded.charset, decoded.decoding
+    del decoded
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    text = sanitise(text)
     if response.overflowed and mime.essence == "text/gemini" and "\n" in text:
         # The cap cut the last line: never parse half a line (half a link
         # would be a URL the page never had).  The window still says
         # size_capped.
         text = text[: text.rindex("\n") + 1]
     toggles = _toggles(text) if mime.essence == "text/gemini" else ()
-    return text, decoded.charset, decoded.decoding, toggles
+    return text, charset, decoding, toggles
 
 
 @attrs.define
@@ -522,7 +536,7 @@ class GeminiPipeline:
             status = response.header.status
             kind = wire.status_class(status)
             if kind == 2:
-                return response.body
+                return bytes(response.body)
             if status == 51:
                 return None
             if status == 44:
@@ -617,16 +631,18 @@ class GeminiPipeline:
         text = charset = None
         decoding = "clean"
         toggles: Sequence[int] = ()
-        if mime.type == "text":
+        size = len(response.body)  # before the body is decoded (and cleared)
+        if mime.type == "text" or mime.essence in TEXT_LIKE_TYPES:
             text, charset, decoding, toggles = await parse_off_reactor(
                 self.offload, len(response.body), lambda: _decode_body(response, mime)
             )
+        response.body.clear()  # a binary body is described, never kept
         return GeminiDownload(
             header=response.header,
             mime=mime,
             text=text,
             charset=charset,
-            size=len(response.body),
+            size=size,
             overflowed=response.overflowed,
             incomplete_reason=response.incomplete_reason,
             fetched_at=self.clock.seconds(),

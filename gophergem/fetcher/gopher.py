@@ -281,7 +281,7 @@ class GopherPipeline:
                 lambda: self._exchange(url, b"robots.txt\r\n", limit, menu=False),
                 paced=False,
             )
-            return raw.data
+            return bytes(raw.data)
 
         return Deferred.fromCoroutine(probe())
 
@@ -352,7 +352,11 @@ class GopherPipeline:
 
 
 def _parse(url: GopherURL, kind: wire.Category, raw: RawResponse, started: float) -> GopherDownload:
-    """Parse C{raw} as C{kind} (pure: it may run in a thread)."""
+    """
+    Parse C{raw} as C{kind} (pure: it may run in a thread).  The raw bytes
+    are consumed: C{raw.data} is empty afterwards, so only the parsed
+    download holds the body (a binary item holds none of it).
+    """
     download = GopherDownload(
         category=kind,
         size=len(raw.data),
@@ -361,9 +365,12 @@ def _parse(url: GopherURL, kind: wire.Category, raw: RawResponse, started: float
         incomplete_reason=raw.incomplete_reason,
     )
     if kind is wire.Category.MENU:
-        return attrs.evolve(download, menu=wire.parse_menu(raw.data, url.host, url.port))
+        data = bytes(raw.data)
+        raw.data.clear()
+        return attrs.evolve(download, menu=wire.parse_menu(data, url.host, url.port))
     if kind is wire.Category.BINARY:
-        mime = wire.sniff_mime_type(raw.data, url.item_type, url.selector)
+        mime = wire.sniff_mime_type(bytes(raw.data[:16]), url.item_type, url.selector)
+        raw.data.clear()
         return attrs.evolve(download, mime_type=mime)
     text = wire.parse_text(raw.data, truncated=raw.overflowed)
     # A text that ends with its lone "." line arrived whole, whatever

@@ -12,30 +12,37 @@ so no tool closes over it.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
+from importlib import resources
 from typing import Any, TypeVar
 
 from mcp.server.elicitation import AcceptedElicitation
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from twisted.internet.defer import Deferred
 
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
-from gophergem.mcp.payloads import compact_text, payload, tool_error_payload
+from gophergem.mcp._sdk import publish_output_schema
+from gophergem.mcp.payloads import compact_text, tool_error_payload
+from gophergem.mcp.rendered import render, render_batch
 from gophergem.results import FetchResult, GeminiResult
 
 __all__ = [
     "DESTRUCTIVE",
     "DESTRUCTIVE_IDEMPOTENT",
     "LOCAL_READ",
+    "OUTPUT_SCHEMAS",
     "READ_ONLY",
     "Consent",
+    "add_tool",
     "asked",
     "batch_result",
     "can_ask",
     "confirmed",
+    "fetch_result",
     "fetcher_of",
     "may_proceed",
     "tool_error",
@@ -62,6 +69,42 @@ DESTRUCTIVE = ToolAnnotations(
 """C{gemini_client_cert_update}: changes a local store (a new key each time)."""
 
 
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = json.loads(
+    resources.files("gophergem.mcp").joinpath("output_schemas.json").read_bytes()
+)
+"""
+Each tool's C{outputSchema}, by tool name: generated from the output models
+of L{gophergem.mcp.schemas} by C{python -m gophergem.mcp.prebuilt}, and kept
+equal to them by C{tests/test_mcp_schemas.py}.
+"""
+
+check_output = False
+"""
+Whether tools registered from now on have every result validated against
+its output model by the SDK.  Off in service: the test suite turns it on
+(C{tests/conftest.py}), so that every result a test sees was checked.
+"""
+
+
+def add_tool(
+    server: MCPServer[Any],
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    title: str,
+    description: str,
+    annotations: ToolAnnotations,
+) -> None:
+    """Add the tool C{fn} to C{server}, publishing its output schema as data."""
+    server.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+    model = None
+    if check_output:
+        from gophergem.mcp.schemas import OUTPUT_MODELS
+
+        model = OUTPUT_MODELS[name]
+    publish_output_schema(server, name, OUTPUT_SCHEMAS[name], model)
+
+
 def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
     """The L{IFetcher} of the server running this call (see L{gophergem.mcp.server})."""
     fetcher: IFetcher | None = getattr(ctx.mcp_server, "fetcher", None)
@@ -75,16 +118,25 @@ async def wait_for(d: Deferred[T]) -> T:
     return await d.asFuture(asyncio.get_running_loop())
 
 
-def tool_result(data: dict[str, Any], *, error: bool | None = None) -> CallToolResult:
+def tool_result(
+    data: dict[str, Any], *, error: bool | None = None, text: str | None = None
+) -> CallToolResult:
     """
     A tool result: C{data} as structured content and as the compact text
-    block; an error when C{data} is of kind error (unless C{error} says).
+    block (C{text} when it is rendered already); an error when C{data} is of
+    kind error (unless C{error} says).
     """
     return CallToolResult(
-        content=[TextContent(type="text", text=compact_text(data))],
+        content=[TextContent(type="text", text=compact_text(data) if text is None else text)],
         structured_content=data,
         is_error=data.get("kind") == "error" if error is None else error,
     )
+
+
+def fetch_result(result: FetchResult | GeminiResult) -> CallToolResult:
+    """The tool result of one fetch (a cache hit's rendering is kept, see L{render})."""
+    data, text = render(result)
+    return tool_result(data, text=text)
 
 
 def tool_error(error: GophergemError) -> CallToolResult:
@@ -110,7 +162,8 @@ async def batch_result(
             structured_content={"result": [], "error": refused},
             is_error=True,
         )
-    return tool_result({"result": [payload(r) for r in results]}, error=False)
+    data, text = render_batch(results)
+    return tool_result(data, error=False, text=text)
 
 
 # --- asking the user ----------------------------------------------------------

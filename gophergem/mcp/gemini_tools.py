@@ -28,15 +28,15 @@ from gophergem.fetcher import MAX_BATCH
 from gophergem.mcp._tools import (
     READ_ONLY,
     Consent,
+    add_tool,
     asked,
     batch_result,
     can_ask,
     confirmed,
+    fetch_result,
     fetcher_of,
-    tool_result,
     wait_for,
 )
-from gophergem.mcp.payloads import GeminiBatchPayload, GeminiPayload, payload
 from gophergem.results import FetchFailure, GeminiResult
 
 __all__ = [
@@ -107,7 +107,7 @@ async def gemini_fetch(
     refresh: Annotated[bool, Field(description="Fetch afresh, not from the cache.")] = False,
     result: Annotated[Any, Resolve(fetched)] = None,
     consent: Annotated[ElicitationResult[Consent], Resolve(trust_new_key)] = None,  # type: ignore[assignment]  # see _tools: a consent is None when nobody was asked
-) -> Annotated[CallToolResult, GeminiPayload]:
+) -> CallToolResult:
     """Fetch one Gemini URL through the server's fetcher; re-pin only on the user's yes."""
     if isinstance(result, FetchFailure) and isinstance(result.error, CertificateChanged):
         error = result.error
@@ -129,14 +129,14 @@ async def gemini_fetch(
                     "retry this host unless they change their mind.",
                 ),
             )
-    return tool_result(payload(result))
+    return fetch_result(result)
 
 
 async def gemini_batch_fetch(
     ctx: Context[Any, Any],
     urls: Annotated[list[str], Field(description=f"1 to {MAX_BATCH} gemini:// URLs.")],
     refresh: Annotated[bool, Field(description="Fetch afresh, not from the cache.")] = False,
-) -> Annotated[CallToolResult, GeminiBatchPayload]:
+) -> CallToolResult:
     """Fetch a batch of Gemini URLs through the server's fetcher."""
     fetcher = fetcher_of(ctx)
     return await batch_result(lambda: fetcher.gemini_batch(urls, refresh=refresh))
@@ -144,14 +144,16 @@ async def gemini_batch_fetch(
 
 def register(server: MCPServer[Any]) -> None:
     """Add the Gemini fetch tools to C{server}."""
-    server.add_tool(
+    add_tool(
+        server,
         gemini_fetch,
         name="gemini_fetch",
         title="Fetch a Gemini resource",
         description=GEMINI_FETCH,
         annotations=READ_ONLY,
     )
-    server.add_tool(
+    add_tool(
+        server,
         gemini_batch_fetch,
         name="gemini_batch_fetch",
         title="Fetch several Gemini resources",

@@ -16,8 +16,14 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from gophergem.fetcher import MAX_BATCH
-from gophergem.mcp._tools import READ_ONLY, batch_result, fetcher_of, tool_result, wait_for
-from gophergem.mcp.payloads import BatchPayload, GopherPayload, payload
+from gophergem.mcp._tools import (
+    READ_ONLY,
+    add_tool,
+    batch_result,
+    fetch_result,
+    fetcher_of,
+    wait_for,
+)
 
 __all__ = ["GOPHER_BATCH_FETCH", "GOPHER_FETCH", "gopher_batch_fetch", "gopher_fetch", "register"]
 
@@ -50,11 +56,11 @@ async def gopher_fetch(
     search: Annotated[str | None, Field(description=_SEARCH)] = None,
     offset: Annotated[int, Field(description=_OFFSET)] = 0,
     refresh: Annotated[bool, Field(description=_REFRESH)] = False,
-) -> Annotated[CallToolResult, GopherPayload]:
+) -> CallToolResult:
     """Fetch one Gopher URL through the server's fetcher."""
     fetcher = fetcher_of(ctx)
     result = await wait_for(fetcher.gopher(url, search=search, offset=offset, refresh=refresh))
-    return tool_result(payload(result))
+    return fetch_result(result)
 
 
 async def gopher_batch_fetch(
@@ -63,7 +69,7 @@ async def gopher_batch_fetch(
         list[str], Field(description=f"1 to {MAX_BATCH} gopher:// URLs, fetched concurrently.")
     ],
     refresh: Annotated[bool, Field(description=_REFRESH)] = False,
-) -> Annotated[CallToolResult, BatchPayload]:
+) -> CallToolResult:
     """Fetch a batch of Gopher URLs through the server's fetcher."""
     fetcher = fetcher_of(ctx)
     return await batch_result(lambda: fetcher.gopher_batch(urls, refresh=refresh))
@@ -71,14 +77,16 @@ async def gopher_batch_fetch(
 
 def register(server: MCPServer[Any]) -> None:
     """Add the Gopher tools to C{server}."""
-    server.add_tool(
+    add_tool(
+        server,
         gopher_fetch,
         name="gopher_fetch",
         title="Fetch a Gopher resource",
         description=GOPHER_FETCH,
         annotations=READ_ONLY,
     )
-    server.add_tool(
+    add_tool(
+        server,
         gopher_batch_fetch,
         name="gopher_batch_fetch",
         title="Fetch several Gopher resources",

@@ -55,6 +55,7 @@ from zope.interface import implementer
 from gophergem.config import Config
 from gophergem.interfaces import IFetcher
 from gophergem.mcp._sdk import lowlevel_server
+from gophergem.mcp.ready import EarlyResponder, Handover
 from gophergem.mcp.server import build_server
 
 __all__ = ["MessagePipe", "StdioMCPProtocol", "StdioMCPService", "classify_line"]
@@ -148,6 +149,7 @@ class MessagePipe:
         self._eof = False
         self._abandoned = False
         self._scope: anyio.CancelScope | None = None
+        self._answered: dict[types.RequestId, bytes] = {}
         self.lost = 0
         """How many owed responses were given up (see L{abandon})."""
 
@@ -155,6 +157,15 @@ class MessagePipe:
     def owed(self) -> int:
         """How many responses are owed and not yet written."""
         return self._owed.total()
+
+    def answered_early(self, answered: dict[Any, bytes]) -> None:
+        """
+        Say which requests were answered before the SDK had loaded
+        (L{gophergem.mcp.ready}): when the SDK answers them, its answer is
+        compared with the line already written (id → line, no newline) and
+        not written again.
+        """
+        self._answered.update(answered)
 
     def start(self) -> Deferred[None]:
         """Start serving; the Deferred fires when the session has ended."""
@@ -211,6 +222,8 @@ class MessagePipe:
         given_up = self.owed
         if answer is not None:
             for request_id in self._owed.elements():
+                if request_id in self._answered:
+                    continue  # answered early, and so not given up
                 self._emit(_error(types.INTERNAL_ERROR, answer, request_id))
         self._abandoned = True
         self._owed.clear()
@@ -241,21 +254,26 @@ class MessagePipe:
     def _emit(self, message: Any) -> None:
         if self._abandoned:
             return
+        data = self._serialise(message)
+        if data is not None:
+            self._write_line(data + b"\n")
+
+    def _serialise(self, message: Any) -> bytes | None:
         try:
-            data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            data: bytes = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            return data
         except (PydanticSerializationError, UnicodeError):
             # Text that is not valid Unicode (a lone surrogate) cannot be sent
             # as JSON; the request still gets an answer.
             if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                 log.warn("dropped an outgoing notification that is not valid Unicode")
-                return
+                return None
             log.warn("a reply held text that is not valid Unicode; sent an error instead")
             request_id = message.id if _usable_id(message.id) else None
             reply = _error(
                 types.INTERNAL_ERROR, "The reply held text that is not valid Unicode.", request_id
             )
-            data = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
-        self._write_line(data + b"\n")
+            return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
     async def _main(self) -> None:
         with anyio.CancelScope() as self._scope:
@@ -273,8 +291,22 @@ class MessagePipe:
                 message = session_message.message
                 if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                     self._settle(message.id)
+                    if message.id is not None and message.id in self._answered:
+                        self._check_early(message)
+                        self._close_if_drained()
+                        continue
                 self._emit(message)
                 self._close_if_drained()
+
+    def _check_early(self, message: types.JSONRPCResponse | types.JSONRPCError) -> None:
+        assert message.id is not None
+        early = self._answered.pop(message.id)
+        if self._serialise(message) != early:
+            log.error(
+                "the answer written early to request {id!r} differs from the SDK's; "
+                "regenerate gophergem/mcp/ready_answers.json (python -m gophergem.mcp.prebuilt)",
+                id=message.id,
+            )
 
 
 @implementer(IHalfCloseableProtocol)
@@ -335,6 +367,19 @@ class StdioMCPProtocol(Protocol):
         assert self.transport is not None
         self._pipe = MessagePipe(self._server, self.transport.write)
         self._pipe.start().addBoth(self._ended)
+
+    def take_over(self, handover: Handover) -> None:
+        """
+        Go on from an L{EarlyResponder<gophergem.mcp.ready.EarlyResponder>}:
+        replay every byte it read, in order, without answering again what it
+        answered.  Call it right after the connection is made.
+        """
+        assert self._pipe is not None
+        for note in handover.notes:
+            log.debug("start-up: {note}", note=note)
+        self._pipe.answered_early(handover.answered)
+        if handover.data:
+            self.dataReceived(handover.data)
 
     def _ended(self, result: object) -> None:
         assert self.transport is not None and self._pipe is not None
@@ -487,7 +532,9 @@ class StdioMCPService(Service):
     every owed response written, or stdout gone), C{on_end} is called, which
     stops the reactor by default.  Stopping the service (SIGTERM) gives
     replies in flight C{stop_grace} seconds, then gives them up.
-    L{exit_status} says whether any reply owed was lost.
+    L{exit_status} says whether any reply owed was lost.  With an C{early}
+    responder (L{gophergem.mcp.ready}), the service takes over stdin from it
+    once the server is built.
 
     @ivar config: The configuration: the server then has the policy resource
         and the prompts, and C{GOPHERGEM_STDIO_DRAIN_SECONDS} applies.
@@ -499,6 +546,7 @@ class StdioMCPService(Service):
     on_end: Callable[[], None] | None = None
     config: Config | None = None
     stop_grace: float = STOP_GRACE_SECONDS
+    early: EarlyResponder | None = None
     protocol: StdioMCPProtocol | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
 
@@ -514,12 +562,20 @@ class StdioMCPService(Service):
             from twisted.internet.stdio import StandardIO
 
         super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        server = build_server(self.fetcher, self.config)
+        follower = None
+        if self.config is not None:
+            from gophergem.feeds.follow import Follower
+
+            follower = Follower.from_config(self.fetcher, self.config)
+        server = build_server(self.fetcher, self.config, follower=follower)
         drain = self.config.stdio_drain_seconds if self.config is not None else 0
         self.protocol = StdioMCPProtocol(
             lowlevel_server(server), drain_seconds=drain, clock=self.reactor
         )
+        handover = self.early.hand_over() if self.early is not None else None
         StandardIO(self.protocol, stdin=0, stdout=self.stdout_fd, reactor=self.reactor)
+        if handover is not None:
+            self.protocol.take_over(handover)
         self.protocol.finished.addBoth(lambda _: self._ended())
 
     def stopService(self) -> Deferred[None] | None:

@@ -26,18 +26,13 @@ from gophergem.mcp._tools import (
     DESTRUCTIVE_IDEMPOTENT,
     LOCAL_READ,
     Consent,
+    add_tool,
     can_ask,
     confirmed,
     fetcher_of,
     may_proceed,
     tool_error,
     tool_result,
-)
-from gophergem.mcp.payloads import (
-    ClientCertListResult,
-    ClientCertUpdateResult,
-    TrustListResult,
-    TrustUpdateResult,
 )
 from gophergem.trust import Pin
 from gophergem.trust import operations as ops
@@ -83,7 +78,7 @@ _DECLINED = "The user declined; nothing was changed."
 async def gemini_trust_list(
     ctx: Context[Any, Any],
     host: Annotated[str | None, Field(description="Only this host's pins.")] = None,
-) -> Annotated[CallToolResult, TrustListResult]:
+) -> CallToolResult:
     """List pins."""
     fetcher = fetcher_of(ctx)
     try:
@@ -157,7 +152,7 @@ async def gemini_trust_update(
     port: Annotated[int, Field(description="The port (1965 by default).")] = 1965,
     in_the_way: Annotated[Pin | None, Resolve(pin_in_the_way)] = None,
     consent: Annotated[ElicitationResult[Consent], Resolve(confirm_trust_update)] = None,  # type: ignore[assignment]  # see _tools: a consent is None when nobody was asked
-) -> Annotated[CallToolResult, TrustUpdateResult]:
+) -> CallToolResult:
     """Remove or set a pin, after asking the user when the client can be asked."""
     if not may_proceed(consent):
         return tool_error(UserDeclined(message=_DECLINED))
@@ -183,7 +178,7 @@ async def gemini_trust_update(
 async def gemini_client_cert_list(
     ctx: Context[Any, Any],
     host: Annotated[str | None, Field(description="Only this host's identities.")] = None,
-) -> Annotated[CallToolResult, ClientCertListResult]:
+) -> CallToolResult:
     """List identities."""
     fetcher = fetcher_of(ctx)
     try:
@@ -228,7 +223,7 @@ async def gemini_client_cert_update(
         str | None, Field(description="The identity's fingerprint (required for remove).")
     ] = None,
     consent: Annotated[ElicitationResult[Consent], Resolve(confirm_cert_update)] = None,  # type: ignore[assignment]  # see _tools: a consent is None when nobody was asked
-) -> Annotated[CallToolResult, ClientCertUpdateResult]:
+) -> CallToolResult:
     """Create or remove an identity, after asking the user when the client can be asked."""
     if not may_proceed(consent):
         return tool_error(UserDeclined(message=_DECLINED))
@@ -252,28 +247,32 @@ async def gemini_client_cert_update(
 
 def register(server: MCPServer[Any]) -> None:
     """Add the trust and identity tools to C{server}."""
-    server.add_tool(
+    add_tool(
+        server,
         gemini_trust_list,
         name="gemini_trust_list",
         title="List pinned Gemini certificates",
         description=TRUST_LIST,
         annotations=LOCAL_READ,
     )
-    server.add_tool(
+    add_tool(
+        server,
         gemini_trust_update,
         name="gemini_trust_update",
         title="Change a pinned Gemini certificate",
         description=TRUST_UPDATE,
         annotations=DESTRUCTIVE_IDEMPOTENT,
     )
-    server.add_tool(
+    add_tool(
+        server,
         gemini_client_cert_list,
         name="gemini_client_cert_list",
         title="List Gemini client identities",
         description=CERT_LIST,
         annotations=LOCAL_READ,
     )
-    server.add_tool(
+    add_tool(
+        server,
         gemini_client_cert_update,
         name="gemini_client_cert_update",
         title="Create or remove a Gemini client identity",
