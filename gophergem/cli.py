@@ -9,6 +9,8 @@ The C{gophergem} console script.
   - C{gophergem trust list|remove|pin|import} and C{gophergem identity
     list|create|remove}: the trust and identity tools' operations, with the
     same interlocks, for the person at the terminal;
+  - C{gophergem feeds list|updates|subscribe|unsubscribe|import|export}:
+    the subscriptions of the feed tools, through the same follower;
   - C{gophergem --version}.
 
 Every setting can come from its environment variable or from the option of
@@ -75,8 +77,8 @@ def _parser() -> argparse.ArgumentParser:
         usage="%(prog)s [--version] [settings] [COMMAND ...]",
         description="Gopher and Gemini for AI assistants over MCP. With no command, "
         "serve MCP on stdin/stdout.",
-        epilog="Exit status: 0 done; 1 a fetch whose result is an error, or a trust "
-        "operation refused; 2 a usage error (a bad option, setting or argument). "
+        epilog="Exit status: 0 done; 1 a fetch whose result is an error, a trust or feeds "
+        "operation refused or failed; 2 a usage error (a bad option, setting or argument). "
         "COMMAND --help shows each command's options.",
         parents=[settings],
         allow_abbrev=False,
@@ -218,7 +220,83 @@ def _parser() -> argparse.ArgumentParser:
         for sub in group.choices.values():
             if sub is not import_:
                 sub.add_argument("--json", action="store_true", help="Print JSON.")
+    _feeds_parser(commands, command)
     return parser
+
+
+def _feeds_parser(commands: Any, command: Any) -> None:
+    """The C{gophergem feeds …} commands."""
+    feeds = command(
+        commands,
+        "feeds",
+        "ACTION ...",
+        "Follow capsules and phlogs: subscriptions, and what is new on them.",
+    )
+    actions = feeds.add_subparsers(
+        dest="feeds_command", metavar="ACTION", required=True, prog="gophergem feeds"
+    )
+    listing = command(
+        actions, "list", "[--json] [settings]", "List the subscriptions (nothing is fetched)."
+    )
+    listing.add_argument("--json", action="store_true", help="Print JSON.")
+    updates = command(
+        actions,
+        "updates",
+        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--json] [settings]",
+        "Check the subscriptions (or one) and print what is new, newest first.",
+        "Check the subscriptions (or one) and print what is new, newest first: date, feed, "
+        "entry title, URL. Feeds that could not be checked are listed on standard error, one "
+        "line each; the exit status is 1 when every one of them failed.",
+    )
+    updates.add_argument("--url", metavar="URL", help="Only this subscription.")
+    updates.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="An ISO 8601 date or time: every entry after it, read or not.",
+    )
+    updates.add_argument(
+        "--no-mark-read",
+        dest="mark_read",
+        action="store_false",
+        help="Leave the entries printed unread.",
+    )
+    updates.add_argument(
+        "--limit", metavar="N", type=int, default=50, help="At most N entries (1 to 500; 50)."
+    )
+    updates.add_argument("--json", action="store_true", help="Print JSON.")
+    subscribe = command(
+        actions,
+        "subscribe",
+        "[--title TITLE] [--json] [settings] URL",
+        "Follow a gemini:// or gopher:// page; what it lists now counts as read.",
+    )
+    subscribe.add_argument("url")
+    subscribe.add_argument("--title", metavar="TITLE", help="A title of your own.")
+    subscribe.add_argument("--json", action="store_true", help="Print JSON.")
+    unsubscribe = command(
+        actions, "unsubscribe", "[--json] [settings] URL", "Stop following a page."
+    )
+    unsubscribe.add_argument("url", help="The URL as gophergem feeds list shows it.")
+    unsubscribe.add_argument("--json", action="store_true", help="Print JSON.")
+    import_ = command(
+        actions,
+        "import",
+        "[settings] FILE",
+        "Subscribe to the gemini:// and gopher:// feeds of an OPML file.",
+        "Subscribe to every gemini:// and gopher:// feed (outline xmlUrl) of an OPML file, "
+        "each fetched once; other schemes are listed as skipped. The exit status is 1 when "
+        "a subscription failed.",
+    )
+    import_.add_argument("file", metavar="FILE")
+    import_.set_defaults(json=False)
+    export = command(
+        actions,
+        "export",
+        "[settings] [FILE]",
+        "Write the subscriptions as OPML 2.0, to FILE (replaced atomically) or standard output.",
+    )
+    export.add_argument("file", metavar="FILE", nargs="?")
+    export.set_defaults(json=False)
 
 
 def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> Config:
@@ -261,11 +339,16 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         config = _config(args, environ)
     except ConfigError as exc:
         return _fail(str(exc))
+    early = _answer_early() if args.command is None else None
     from gophergem._log import LogFileError, start_logging
 
     quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
+    if args.command == "feeds" and not config.log_file:
+        # Each problem is already one line of its own; the store's log lines
+        # (where a damaged file was moved) go to GOPHERGEM_LOG_FILE when set.
+        quiet = "CRITICAL"
     try:
-        if args.command in ("fetch", "trust", "identity"):
+        if args.command in ("fetch", "trust", "identity", "feeds"):
             start_logging(quiet, config.log_file)
         elif args.command is None:
             start_logging(config.log_level, config.log_file)
@@ -281,7 +364,23 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         return _trust(config, args, environ)
     if args.command == "identity":
         return _identity(config, args, environ)
-    return _serve_stdio(config)
+    if args.command == "feeds":
+        return _feeds(config, args, environ)
+    assert early is not None
+    return _serve_stdio(config, *early)
+
+
+def _answer_early() -> tuple[int, Any]:
+    """
+    Before anything heavy is imported: reserve stdout for the MCP wire and
+    start answering what never changes (L{gophergem.mcp.ready}).
+    """
+    from gophergem.mcp.ready import EarlyResponder, load_answers, reserve_stdout
+
+    wire = reserve_stdout()
+    responder = EarlyResponder(load_answers(), wire)
+    responder.start()
+    return wire, responder
 
 
 def _stdout_gone() -> int:
@@ -301,13 +400,13 @@ def _stdout_gone() -> int:
     return 0
 
 
-def _serve_stdio(config: Config) -> int:
-    from gophergem.service import install_asyncio_reactor, makeService, reserve_stdout
+def _serve_stdio(config: Config, wire: int, early: Any) -> int:
+    from gophergem.service import install_asyncio_reactor, makeService
 
     install_asyncio_reactor()
     from twisted.internet import reactor
 
-    top = makeService(config, reactor, transport="stdio", stdout_fd=reserve_stdout())
+    top = makeService(config, reactor, transport="stdio", stdout_fd=wire, early=early)
     return _run(top)
 
 
@@ -700,3 +799,231 @@ def _render_error(error: dict[str, Any]) -> list[str]:
     if error.get("next_step"):
         lines.append(f"next: {error['next_step']}")
     return lines
+
+
+# -- gophergem feeds ------------------------------------------------------------------------
+
+
+def _feeds(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """
+    C{gophergem feeds …}: the fetcher and the follower are built as the MCP
+    server builds them, and the command runs on the global reactor as
+    C{gophergem fetch} does.
+    """
+    from twisted.internet import reactor
+    from twisted.internet.defer import Deferred
+
+    from gophergem.feeds.follow import Follower
+    from gophergem.fetcher import Fetcher
+
+    try:
+        fetcher = Fetcher.from_config(config, reactor)
+        follower = Follower.from_config(fetcher, config, environ)
+    except GophergemError as error:
+        return _fail(f"{error.code}: {error.message}", 1)
+    except ValueError as error:
+        return _fail(str(error))
+    return _drive(Deferred.fromCoroutine(feeds_command(follower, args)))
+
+
+def _drive(work: Deferred[int]) -> int:
+    """
+    Run the global reactor until C{work} fires; return its exit status.
+
+    Anything unexpected is one line (and the log), never a traceback.
+    """
+    from twisted.internet import reactor
+    from twisted.python.failure import Failure
+
+    outcome: dict[str, Any] = {}
+
+    def done(result: int | Failure) -> None:
+        outcome["result"] = result
+        if "ran" in outcome:  # work done before any I/O needs no reactor at all
+            reactor.stop()
+
+    work.addBoth(done)
+    if "result" not in outcome:
+        outcome["ran"] = True
+        reactor.run()
+    if "result" not in outcome:
+        return _fail("stopped before the command finished.", 130)
+    result = outcome["result"]
+    if isinstance(result, Failure):
+        if result.check(BrokenPipeError):
+            return _stdout_gone()
+        from twisted.logger import Logger
+
+        Logger().failure("gophergem feeds failed unexpectedly", result)
+        return _fail(f"failed unexpectedly: {result.getErrorMessage()}", 1)
+    status: int = result
+    return status
+
+
+async def feeds_command(follower: Any, args: argparse.Namespace) -> int:
+    """
+    Run one C{gophergem feeds} action with C{follower} (a
+    L{gophergem.feeds.follow.Follower}); return the exit status.
+
+    What it prints goes to standard output, problems to standard error, one
+    line each.  A L{GophergemError} (C{STATE_UNAVAILABLE}, C{NOT_SUBSCRIBED},
+    a fetch's error) is one line and status 1; a bad argument
+    (C{INVALID_REQUEST}) status 2.
+    """
+    action = args.feeds_command
+    try:
+        if action == "list":
+            return _feeds_list(follower, args)
+        if action == "updates":
+            return await _feeds_updates(follower, args)
+        if action == "subscribe":
+            return await _feeds_subscribe(follower, args)
+        if action == "unsubscribe":
+            key = follower.unsubscribe(args.url)
+            data = {"kind": "subscription_removed", "url": key}
+            return _show(args, data, [f"Unsubscribed from {key}."])
+        if action == "import":
+            return await _feeds_import(follower, args)
+        return _feeds_export(follower, args)
+    except GophergemError as error:
+        return _refused(error, args)
+
+
+def _clean(text: str | None) -> str:
+    """Text written by strangers, safe for a terminal and on one line."""
+    from gophergem.wire.text import sanitise_line
+
+    return " ".join(sanitise_line(text or "").split())
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _feeds_list(follower: Any, args: argparse.Namespace) -> int:
+    from gophergem.mcp.payloads import subscriptions_payload
+
+    subscriptions = follower.subscriptions()
+    rows = [["URL", "TYPE", "UNREAD", "LAST CHECKED", "LAST ERROR"]] + [
+        [
+            _clean(sub.url),
+            sub.feed_type,
+            str(sub.unread),
+            sub.last_checked or "never",
+            sub.last_error or "-",
+        ]
+        for sub in subscriptions
+    ]
+    lines = _table(rows) if subscriptions else ["No subscriptions."]
+    return _show(args, subscriptions_payload(subscriptions), lines)
+
+
+async def _feeds_updates(follower: Any, args: argparse.Namespace) -> int:
+    from gophergem.mcp.payloads import updates_payload
+
+    updates = await follower.updates(
+        args.url, since=args.since, mark_read=args.mark_read, limit=args.limit
+    )
+    lines = [
+        "  ".join(
+            (
+                (entry.published or entry.first_seen)[:10],
+                _clean(entry.feed_title or entry.feed_url),
+                _clean(entry.title) or "(untitled)",
+                _clean(entry.url),
+            )
+        )
+        for entry in updates.entries
+    ]
+    if not lines:
+        lines.append(f"Nothing new ({updates.checked} checked).")
+    if updates.more:
+        lines.append(f"-- more: only the newest {args.limit} shown; run again for the rest.")
+    _show(args, updates_payload(updates), lines)
+    sys.stdout.flush()
+    for failed in updates.errors:
+        error = failed.error
+        _fail(f"{_clean(failed.feed_url)}: {error.code}: {_clean(error.message)}", 1)
+    every_one_failed = bool(updates.errors) and len(updates.errors) >= updates.checked
+    return 1 if every_one_failed else 0
+
+
+async def _feeds_subscribe(follower: Any, args: argparse.Namespace) -> int:
+    from gophergem.mcp.payloads import subscription_payload
+
+    subscription, new = await follower.subscribe(args.url, args.title)
+    about = f"{_clean(subscription.title) or 'untitled'} ({subscription.feed_type})"
+    if new:
+        said = (
+            f"Subscribed to {subscription.url}: {about}, {subscription.entries_known} "
+            "entries known, all counted as read."
+        )
+    else:
+        said = f"Already subscribed to {subscription.url}: {about}; what was seen is kept."
+    return _show(args, subscription_payload(subscription), [said])
+
+
+async def _feeds_import(follower: Any, args: argparse.Namespace) -> int:
+    from twisted.internet.defer import DeferredList
+
+    from gophergem.feeds.opml import MAX_OPML_BYTES, OPMLError, parse_opml
+    from gophergem.url import scheme_of
+
+    try:
+        with open(args.file, "rb") as stream:
+            data = stream.read(MAX_OPML_BYTES + 1)
+    except OSError as error:
+        return _fail(f"feeds import: cannot read {args.file!r}: {error.strerror or error}")
+    try:
+        outlines = parse_opml(data)
+    except OPMLError as error:
+        return _fail(f"feeds import: {args.file!r} is not usable OPML: {error}")
+    wanted = [o for o in outlines if scheme_of(o.url) in ("gemini", "gopher")]
+    outcomes = await DeferredList(
+        [follower.subscribe(o.url, o.title) for o in wanted], consumeErrors=True
+    )
+    done = dict(zip((o.url for o in wanted), outcomes, strict=True))
+    counts = {"ok": 0, "error": 0, "skipped": 0}
+    for outline in outlines:
+        url = _clean(outline.url)
+        if outline.url not in done:
+            counts["skipped"] += 1
+            print(f"skipped  {url}  not a gemini:// or gopher:// URL")
+            continue
+        ok, value = done[outline.url]
+        if ok:
+            subscription, new = value
+            counts["ok"] += 1
+            state = "" if new else ", already followed"
+            about = f"{_clean(subscription.title) or 'untitled'} ({subscription.feed_type}{state})"
+            print(f"ok       {url}  {about}")
+        else:
+            value.trap(GophergemError)  # anything else is a bug: let it out
+            counts["error"] += 1
+            print(f"error    {url}  {value.value.code}: {_clean(value.value.message)}")
+    print(f"{counts['ok']} subscribed, {counts['error']} failed, {counts['skipped']} skipped.")
+    return 1 if counts["error"] else 0
+
+
+def _feeds_export(follower: Any, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gophergem.feeds.opml import Outline, write_opml
+    from gophergem.trust._storage import write_atomically
+
+    subscriptions = follower.subscriptions()
+    document = write_opml([Outline(sub.url, sub.title) for sub in subscriptions])
+    if args.file is None:
+        sys.stdout.write(document.decode("utf-8"))
+        sys.stdout.flush()
+        return 0
+    try:
+        write_atomically(Path(args.file), document)
+    except OSError as error:
+        return _fail(f"feeds export: cannot write {args.file!r}: {error.strerror or error}")
+    print(f"Wrote {len(subscriptions)} subscriptions to {args.file}.")
+    return 0

@@ -117,6 +117,21 @@ def _list(text: str) -> tuple[str, ...]:
     return tuple(values)
 
 
+def _default_engines(where: str) -> tuple[str, ...]:
+    from gophergem.search import default_engines
+
+    return tuple(engine.url for engine in default_engines(where))
+
+
+def _engines(where: str) -> Callable[[str], tuple[str, ...]]:
+    def parse(text: str) -> tuple[str, ...]:
+        from gophergem.search import parse_engines
+
+        return tuple(engine.url for engine in parse_engines(text, where))
+
+    return parse
+
+
 def _hosts(text: str) -> frozenset[str]:
     from gophergem.errors import InvalidRequest
     from gophergem.url import parse_host
@@ -296,6 +311,31 @@ SETTINGS: tuple[Setting, ...] = (
         _float_range(0, 3600),
         "HTTP: on shutdown, seconds requests in flight get to finish.",
     ),
+    Setting("gophergem", "feeds_storage_path", _path, "Where the feed subscription store lives."),
+    Setting(
+        "gophergem",
+        "feeds_check_interval_seconds",
+        _int_range(0, 7 * 86400),
+        "Daemon: seconds between background checks of every subscription; 0 = never.",
+    ),
+    Setting(
+        "gemini",
+        "search_engines",
+        _engines("gemini"),
+        "Search engines, in order (gemini:// URLs, a,b or a JSON array).",
+    ),
+    Setting(
+        "gopher",
+        "search_engines",
+        _engines("gopher"),
+        "Search engines, in order (gopher:// type-7 URLs, a,b or a JSON array).",
+    ),
+    Setting(
+        "gophergem",
+        "input_page_seconds",
+        _float_range(0, 3600),
+        "How long a one-time page for a capsule's secret input stays open, in seconds.",
+    ),
 )
 
 
@@ -326,6 +366,7 @@ class GopherConfig(_ProtocolConfig):
     max_menu_items: int = 1000
     max_selector_length: int = 1024
     max_search_length: int = 256
+    search_engines: tuple[str, ...] = attrs.field(factory=lambda: _default_engines("gopher"))
 
 
 @attrs.frozen(kw_only=True)
@@ -338,6 +379,7 @@ class GeminiConfig(_ProtocolConfig):
     client_certs_enabled: bool = True
     client_certs_storage_path: str | None = None
     denied_mime_types: tuple[str, ...] = ()
+    search_engines: tuple[str, ...] = attrs.field(factory=lambda: _default_engines("gemini"))
 
 
 @attrs.frozen(kw_only=True)
@@ -358,6 +400,9 @@ class Config:
     http_session_idle_seconds: float = 1800.0
     http_header_timeout_seconds: float = 20.0
     http_drain_seconds: float = 10.0
+    feeds_storage_path: str | None = None
+    feeds_check_interval_seconds: int = 0
+    input_page_seconds: float = 300.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

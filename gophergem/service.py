@@ -16,27 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from twisted.application.internet import StreamServerEndpointService
-from twisted.application.service import MultiService
+from twisted.application.service import MultiService, Service
+from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
 from gophergem.interfaces import IResolver
+from gophergem.mcp.ready import EarlyResponder, reserve_stdout
 
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
+    from collections.abc import Callable
+
     from mcp.server.mcpserver import MCPServer
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from gophergem.feeds.follow import Follower
     from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
+    "FeedCheckService",
     "HTTPListenService",
     "ListenError",
     "build_site",
@@ -48,19 +54,108 @@ __all__ = [
 ]
 
 
-def reserve_stdout() -> int:
+class FeedCheckService(Service):
     """
-    Keep standard output for the MCP wire alone.
+    Checks every subscription once per interval, in the background.
 
-    Duplicates file descriptor 1 for the protocol and points 1 at stderr, so
-    that a stray C{print} or a log observer on C{sys.stdout} can never write
-    into the protocol stream.  Call it before anything logs.
+    The first check runs one interval after the service starts, not at
+    start-up; a check still running when the next is due delays it (runs
+    never overlap).  Each run logs one line (C{checked N, new M, failed K})
+    and each failure at warn, without a traceback; a run never stops the
+    schedule.  Stopping the service cancels a check in flight (the store
+    keeps what was recorded before).
 
-    @return: The descriptor the protocol must write to.
+    @ivar follower: The follower the MCP server uses, so tools and checks
+        share one store.
+    @ivar clock: Where time is read and runs are scheduled.
+    @ivar interval: Seconds between runs (more than 0).
+    @ivar on_checked: Called after each run, e.g. to announce that
+        C{gophergem://feeds/updates} changed; C{None}: nothing is called.
     """
-    wire = os.dup(1)
-    os.dup2(2, 1)
-    return wire
+
+    log = Logger()
+
+    def __init__(self, follower: Follower, clock: IReactorTime, interval: float) -> None:
+        if interval <= 0:
+            raise ValueError("the interval must be more than 0 seconds")
+        self.follower = follower
+        self.clock = clock
+        self.interval = interval
+        self.on_checked: Callable[[], None] | None = None
+        self._loop: LoopingCall | None = None
+        self._running: Deferred[None] | None = None
+
+    def startService(self) -> None:
+        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        loop = LoopingCall(self.run_once)
+        loop.clock = self.clock
+        loop.start(self.interval, now=False)
+        self._loop = loop
+
+    def stopService(self) -> Deferred[None]:
+        """Stop the schedule; fires once a check in flight has been cancelled."""
+        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        loop, self._loop = self._loop, None
+        if loop is not None and loop.running:
+            loop.stop()
+        running = self._running
+        if running is None:
+            return succeed(None)
+        settled: Deferred[None] = Deferred()
+        running.addBoth(lambda _: settled.callback(None))
+        running.cancel()
+        return settled
+
+    def run_once(self) -> Deferred[None]:
+        """Check every subscription now; fires when done, and never fails."""
+        running = Deferred.fromCoroutine(self._check())
+        running.addErrback(self._failed)
+        self._running = running
+
+        def finished(result: None) -> None:
+            self._running = None
+
+        running.addBoth(finished)
+        return running
+
+    async def _check(self) -> None:
+        store = self.follower.store
+        before = sum(sub.unread for sub in store.subscriptions())
+        errors = await self.follower.check_all()
+        subscriptions = store.subscriptions()
+        new = max(0, sum(sub.unread for sub in subscriptions) - before)
+        for failed in errors:
+            self.log.warn(
+                "feed check of {url} failed: {code}: {message}",
+                url=failed.feed_url,
+                code=failed.error.code,
+                message=failed.error.message,
+            )
+        self.log.info(
+            "feeds: checked {checked}, new {new}, failed {failed}",
+            checked=len(subscriptions),
+            new=new,
+            failed=len(errors),
+        )
+        if self.on_checked is not None:
+            self.on_checked()
+
+    def _failed(self, failure: Any) -> None:
+        if failure.check(CancelledError):
+            return
+        from gophergem.errors import GophergemError
+
+        error = failure.value
+        if isinstance(error, GophergemError):
+            self.log.warn(
+                "feeds: the check failed: {code}: {message}",
+                code=error.code,
+                message=error.message,
+            )
+            return
+        self.log.warn(
+            "feeds: the check failed unexpectedly: {error}", error=failure.getErrorMessage()
+        )
 
 
 def install_asyncio_reactor() -> bool:
@@ -233,6 +328,14 @@ def build_site(
     return site, resource
 
 
+def _announce(server: Any, uri: str) -> None:
+    """Tell the clients watching C{uri} that it changed (on the asyncio loop the reactor runs)."""
+    from twisted.internet.defer import Deferred
+
+    done = Deferred.fromFuture(asyncio.ensure_future(server.announce(uri)))
+    done.addErrback(lambda failure: Logger().failure("announcing {uri}", failure=failure, uri=uri))
+
+
 def makeService(
     config: Config,
     reactor: Any = None,
@@ -240,6 +343,7 @@ def makeService(
     transport: str = "stdio",
     resolver: IResolver | None = None,
     stdout_fd: int = 1,
+    early: EarlyResponder | None = None,
     endpoint: str = DEFAULT_ENDPOINT,
     allowed_hosts: tuple[str, ...] | list[str] = (),
 ) -> MultiService:
@@ -251,6 +355,8 @@ def makeService(
     @param transport: C{"stdio"}: MCP on stdin/stdout; C{"http"}: Streamable
         HTTP on C{endpoint}.
     @param stdout_fd: Where stdio responses are written (see L{reserve_stdout}).
+    @param early: The responder that answered stdin while gophergem loaded
+        (see L{gophergem.mcp.ready}); the stdio service takes over from it.
     @param endpoint: A strports description of where HTTP listens.
     @param allowed_hosts: Host names (optionally C{name:port}) HTTP clients
         may address beyond the loopback names (see L{endpoint_security}).
@@ -267,15 +373,20 @@ def makeService(
         from gophergem.mcp.stdio import StdioMCPService
 
         # Service.setServiceParent is unannotated in Twisted.
-        StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config).setServiceParent(top)  # type: ignore[no-untyped-call]
+        stdio = StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config, early=early)
+        stdio.setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
     from twisted.internet import endpoints
 
+    from gophergem.feeds.follow import Follower
+    from gophergem.mcp.feed_tools import UPDATES_URI
     from gophergem.mcp.server import build_server
     from gophergem.mcp.web import LifespanService
 
+    follower = Follower.from_config(fetcher, config)
+    server = build_server(fetcher, config, follower=follower)
     site, resource = build_site(
-        build_server(fetcher, config),
+        server,
         config,
         reactor,
         security=endpoint_security(endpoint, allowed_hosts),
@@ -288,4 +399,10 @@ def makeService(
     )
     listener.setName("http")  # type: ignore[no-untyped-call]  # Twisted: unannotated
     listener.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+    if config.feeds_check_interval_seconds > 0:
+        # Added last, so stopped first: no check starts while the endpoint drains.
+        checks = FeedCheckService(follower, reactor, config.feeds_check_interval_seconds)
+        checks.on_checked = lambda: _announce(server, UPDATES_URI)
+        checks.setName("feeds")  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        checks.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
     return top

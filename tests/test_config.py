@@ -38,6 +38,7 @@ GOPHER_DEFAULTS = {
     "max_menu_items": 1000,
     "max_selector_length": 1024,
     "max_search_length": 256,
+    "search_engines": ("gopher://gopher.floodgap.com/7/v2/vs",),
 }
 GEMINI_DEFAULTS = {
     **COMMON_DEFAULTS,
@@ -47,6 +48,11 @@ GEMINI_DEFAULTS = {
     "client_certs_enabled": True,
     "client_certs_storage_path": None,
     "denied_mime_types": (),
+    "search_engines": (
+        "gemini://kennedy.gemi.dev/search",
+        "gemini://tlgs.one/search",
+        "gemini://geminispace.info/search",
+    ),
 }
 
 
@@ -117,6 +123,17 @@ GOOD = [
         "/var/lib/gg/pins",
         ("gemini", "tofu_storage_path", "/var/lib/gg/pins"),
     ),
+    ("GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS", "3600", ("", "feeds_check_interval_seconds", 3600)),
+    (
+        "GEMINI_SEARCH_ENGINES",
+        "gemini://127.0.0.1/search, gemini://localhost:1966/s",
+        ("gemini", "search_engines", ("gemini://127.0.0.1/search", "gemini://localhost:1966/s")),
+    ),
+    (
+        "GOPHER_SEARCH_ENGINES",
+        "gopher://127.0.0.1:7070/7/find",
+        ("gopher", "search_engines", ("gopher://127.0.0.1:7070/7/find",)),
+    ),
 ]
 
 
@@ -125,7 +142,7 @@ def test_good_values(variable: str, text: str, where: tuple[str, str, object]) -
     """A valid value is parsed into its typed field."""
     section, name, value = where
     config = Config.from_env({variable: text})
-    assert getattr(getattr(config, section), name) == value
+    assert getattr(getattr(config, section) if section else config, name) == value
 
 
 @pytest.mark.parametrize(
@@ -263,6 +280,16 @@ BAD_BY_NAME: dict[str, list[str]] = {
     "http_session_idle_seconds": ["abc", "", "0", "-1", "604801", "nan", "inf", "1s"],
     "http_header_timeout_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
     "http_drain_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
+    "feeds_storage_path": _PATH_BAD,
+    "feeds_check_interval_seconds": ["abc", "", "-1", "604801", "1.5"],
+    "input_page_seconds": ["abc", "", "0", "-1", "3601", "nan"],
+    "search_engines": [
+        "",
+        ",",
+        "http://example.org/search",
+        "gemini://example.org/search?already",
+        "gopher://example.org/1/menu",
+    ],
 }
 
 BAD_CASES = [(s.variable, bad) for s in SETTINGS for bad in BAD_BY_NAME[s.name]]

@@ -11,17 +11,36 @@ L{IFetcher} every tool calls.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    EmptyResult,
+    InputRequiredResult,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
 
 from gophergem._version import __version__
 from gophergem.config import Config
+from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFetcher
-from gophergem.mcp import gemini_tools, gopher_tools, policy, prompts, trust_tools
+from gophergem.mcp import (
+    feed_tools,
+    gemini_tools,
+    gopher_tools,
+    policy,
+    prompts,
+    search_tools,
+    trust_tools,
+)
+from gophergem.mcp._sdk import add_request_handler
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "build_server"]
 
@@ -48,9 +67,45 @@ class GophergemServer(MCPServer[Any]):
     proper stay results: every gophergem tool returns its errors as such.
     """
 
-    def __init__(self, fetcher: IFetcher, **settings: Any) -> None:
-        super().__init__(**settings)
+    def __init__(
+        self,
+        fetcher: IFetcher,
+        *,
+        config: Config | None = None,
+        follower: Follower | None = None,
+        **settings: Any,
+    ) -> None:
+        self.events = InMemorySubscriptionBus()
+        """Where resource updates go to 2026-07-28 clients (C{subscriptions/listen})."""
+        super().__init__(subscriptions=self.events, **settings)
         self.fetcher = fetcher
+        self.config = config
+        self.follower = follower
+        self._watchers: dict[str, weakref.WeakSet[Any]] = {}
+        add_request_handler(self, "resources/subscribe", SubscribeRequestParams, self._watch)
+        add_request_handler(self, "resources/unsubscribe", UnsubscribeRequestParams, self._unwatch)
+
+    async def _watch(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        """C{resources/subscribe} (up to 2025-11-25): remember the session for that URI."""
+        self._watchers.setdefault(str(params.uri), weakref.WeakSet()).add(ctx.session)
+        return EmptyResult()
+
+    async def _unwatch(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        self._watchers.get(str(params.uri), weakref.WeakSet()).discard(ctx.session)
+        return EmptyResult()
+
+    async def announce(self, uri: str) -> None:
+        """
+        Tell the clients that subscribed to C{uri} that it changed: the
+        sessions that sent C{resources/subscribe}, and the 2026-07-28
+        listeners, through L{events}.
+        """
+        for session in list(self._watchers.get(uri, ())):
+            try:
+                await session.send_resource_updated(uri)
+            except Exception:  # a session gone away: it stops being told
+                self._watchers[uri].discard(session)
+        await self.events.publish(ResourceUpdated(uri=uri))
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -66,18 +121,26 @@ class GophergemServer(MCPServer[Any]):
 
 
 def build_server(
-    fetcher: IFetcher, config: Config | None = None, *, name: str = "gophergem"
+    fetcher: IFetcher,
+    config: Config | None = None,
+    *,
+    follower: Follower | None = None,
+    name: str = "gophergem",
 ) -> GophergemServer:
     """
     Build the SDK server with gophergem's tools bound to C{fetcher}.
 
     The Gemini tools are there when C{fetcher} fetches Gemini; with a
-    C{config}, so are the C{gophergem://policy} resource and the prompts.
+    C{config}, so are the C{gophergem://policy} resource, the prompts and
+    C{smolweb_search}; with a C{follower}, the subscription tools and the
+    C{gophergem://feeds/updates} resource.
     The caller runs the server on the asyncio loop that Twisted's reactor
     also uses.
     """
     server = GophergemServer(
         fetcher,
+        config=config,
+        follower=follower,
         name=name,
         title="gophergem",
         version=__version__,
@@ -89,6 +152,9 @@ def build_server(
         gemini_tools.register(server)
         trust_tools.register(server)
     if config is not None:
+        search_tools.register(server)
         policy.register(server, config)
         prompts.register(server)
+    if follower is not None:
+        feed_tools.register(server, follower)
     return server

@@ -10,7 +10,9 @@ is testable on any machine; nothing here creates a directory.
     Support/gophergem} on macOS, C{%LOCALAPPDATA%\\gophergem} on Windows;
   - pins: C{GEMINI_TOFU_STORAGE_PATH} (a file), else C{<data>/tofu.json};
   - identities: C{GEMINI_CLIENT_CERTS_STORAGE_PATH} (a directory), else
-    C{<data>/client_certs}.
+    C{<data>/client_certs};
+  - feed subscriptions: C{GOPHERGEM_FEEDS_STORAGE_PATH} (a file), else
+    C{<data>/feeds.json}.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import PurePath, PurePosixPath, PureWindowsPath
 
 __all__ = [
     "default_data_dir",
+    "feed_store_path",
     "gopher_mcp_pin_paths",
     "identity_store_dir",
     "pin_store_path",
@@ -96,6 +99,18 @@ def pin_store_path(
     if config_value:
         return _expand(config_value, environ, platform)
     return default_data_dir(environ, platform) / "tofu.json"
+
+
+def feed_store_path(
+    config_value: str | None, environ: Mapping[str, str], platform: str = sys.platform
+) -> PurePath:
+    """
+    Return the feed store's file: C{GOPHERGEM_FEEDS_STORAGE_PATH}
+    (C{config_value}) when set, else C{feeds.json} in L{default_data_dir}.
+    """
+    if config_value:
+        return _expand(config_value, environ, platform)
+    return default_data_dir(environ, platform) / "feeds.json"
 
 
 def identity_store_dir(

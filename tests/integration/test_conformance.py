@@ -73,6 +73,11 @@ TOOLS = {
     "gemini_trust_update",
     "gemini_client_cert_list",
     "gemini_client_cert_update",
+    "feed_subscribe",
+    "feed_unsubscribe",
+    "feed_list",
+    "feed_updates",
+    "smolweb_search",
 }
 WELCOME = "Welcome to the gophergem integration fixture."
 

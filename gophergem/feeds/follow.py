@@ -1,0 +1,344 @@
+# -*- test-case-name: tests.test_feeds_follow -*-
+"""
+Following capsules: subscribe to a page, then ask what is new on it.
+
+L{Follower} is the library's front for subscriptions; the MCP tools and the
+console script call it and nothing else.  Every page it reads goes through
+the L{IFetcher} every other fetch uses, so the same policy applies
+(allowlists, SSRF, robots.txt, pacing, the per-host limit, deadlines, size
+caps, sanitising) and a fresh cached copy is used when there is one.  What
+was subscribed and seen is kept in an L{IFeedStore}.
+
+Reading a page:
+
+  - a page longer than one window is read window by window (from the one
+    download the cache keeps), at most L{MAX_WINDOWS} of them;
+  - a redirect is followed, at most L{MAX_REDIRECTS} times, each hop a
+    fetch under the same policy;
+  - what the page is (gemsub, Atom, RSS, dated phlog, or a plain page whose
+    new links are tracked) is decided by L{gophergem.feeds.parse.detect_feed}.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+from twisted.internet.defer import Deferred, DeferredList
+
+from gophergem.config import Config
+from gophergem.errors import (
+    GophergemError,
+    InvalidRequest,
+    NotFetchable,
+    NotSubscribed,
+)
+from gophergem.feeds.parse import Feed, canonical_url, detect_feed
+from gophergem.feeds.store import StoredEntry, Subscription
+from gophergem.interfaces import IFeedStore, IFetcher
+from gophergem.results import (
+    BinaryResult,
+    CertificateResult,
+    FetchFailure,
+    GeminiBinaryResult,
+    GemtextResult,
+    InputResult,
+    MenuResult,
+    PartialLineResult,
+    RedirectResult,
+    SuccessResult,
+    TextResult,
+)
+from gophergem.url import scheme_of
+
+__all__ = ["MAX_REDIRECTS", "MAX_WINDOWS", "FeedError", "Follower", "Update", "Updates"]
+
+MAX_WINDOWS = 20
+"""How many windows of one page are read, at most (a page longer than that is read in part)."""
+
+MAX_REDIRECTS = 5
+"""How many redirects in a row are followed when reading a page."""
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+@attrs.frozen
+class Update:
+    """One entry not read before, with the feed it came from."""
+
+    feed_url: str
+    feed_title: str | None
+    url: str
+    title: str
+    published: str | None
+    first_seen: str
+
+
+@attrs.frozen
+class FeedError:
+    """A subscription that could not be checked, and why."""
+
+    feed_url: str
+    error: GophergemError
+
+
+@attrs.frozen
+class Updates:
+    """
+    What L{Follower.updates} found: new entries newest first (at most the
+    limit asked for), whether more were left out, how many subscriptions
+    were checked, and the ones that failed.
+    """
+
+    entries: tuple[Update, ...]
+    more: bool
+    checked: int
+    errors: tuple[FeedError, ...]
+
+
+def _canonical(url: str) -> str:
+    """The subscription key of C{url}; L{InvalidRequest} for anything but gemini:// or gopher://."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidRequest(message="Give the gemini:// or gopher:// URL of a page to follow.")
+    scheme = scheme_of(url)  # raises InvalidRequest on text that is no URL
+    if scheme not in ("gemini", "gopher"):
+        raise InvalidRequest(
+            message=f"Only gemini:// and gopher:// pages can be followed, not {scheme}: URLs."
+        )
+    return canonical_url(url.strip())
+
+
+@attrs.define
+class Follower:
+    """
+    Subscriptions, read through C{fetcher} and remembered in C{store}.
+
+    @ivar now: The wall clock, in seconds since the epoch (for "first seen"
+        times and the future-date rule of dated phlogs); a parameter so
+        that tests are deterministic.
+    """
+
+    fetcher: IFetcher
+    store: IFeedStore
+    now: Any = time.time
+    max_windows: int = MAX_WINDOWS
+
+    @classmethod
+    def from_config(
+        cls, fetcher: IFetcher, config: Config, environ: Mapping[str, str] | None = None
+    ) -> Follower:
+        """
+        A follower keeping its subscriptions where C{config} says
+        (C{GOPHERGEM_FEEDS_STORAGE_PATH}, else C{feeds.json} in the data
+        directory of C{environ}).
+        """
+        from gophergem.feeds.store import FileFeedStore
+        from gophergem.trust.paths import feed_store_path
+
+        environ = os.environ if environ is None else environ
+        path = feed_store_path(config.feeds_storage_path, environ)
+        return cls(fetcher, FileFeedStore(str(path)))
+
+    # --- reading a page ---------------------------------------------------------
+
+    async def read(self, url: str) -> tuple[str, Feed]:
+        """
+        Fetch C{url} whole and say what it is; return the URL finally read
+        (after redirects) and the feed.
+
+        @raise GophergemError: The fetch's own error (BLOCKED, TIMEOUT, ...),
+            or L{NotFetchable} for an answer that is no page (a binary, an
+            input prompt, a certificate request, a redirect loop).
+        """
+        seen = {url}
+        for _ in range(MAX_REDIRECTS + 1):
+            first = await self._fetch(url, 0)
+            if isinstance(first, RedirectResult):
+                target = first.new_url
+                if target in seen:
+                    raise NotFetchable(message="The page redirects in a loop.")
+                seen.add(target)
+                url = target
+                continue
+            return url, await self._whole(url, first)
+        raise NotFetchable(message=f"The page redirects more than {MAX_REDIRECTS} times.")
+
+    def _fetch(self, url: str, offset: int) -> Deferred[Any]:
+        if scheme_of(url) == "gemini":
+            return self.fetcher.gemini(url, offset=offset)
+        return self.fetcher.gopher(url, offset=offset)
+
+    async def _whole(self, url: str, first: Any) -> Feed:
+        windows = [first]
+        while len(windows) < self.max_windows:
+            last = windows[-1]
+            if isinstance(last, FetchFailure):
+                raise last.error
+            window = getattr(last, "window", None)
+            if window is None or window.next_offset is None:
+                break
+            windows.append(await self._fetch(url, window.next_offset))
+        if isinstance(windows[-1], FetchFailure):  # the last window read may have failed too
+            raise windows[-1].error
+        return self._feed(url, windows)
+
+    def _feed(self, url: str, windows: Sequence[Any]) -> Feed:
+        first = windows[0]
+        if isinstance(first, FetchFailure):
+            raise first.error
+        now = self.now()
+        if isinstance(first, MenuResult):
+            items = [item for w in windows for item in w.items]
+            return detect_feed(url, mime=None, items=items, now=now)
+        if isinstance(first, GemtextResult):
+            text = "\n".join(line.content for w in windows for line in w.lines)
+            return detect_feed(url, mime="text/gemini", text=text, now=now)
+        if isinstance(first, SuccessResult):
+            body = "".join(w.content for w in windows)
+            return detect_feed(url, mime=first.mime.essence, body=body.encode("utf-8"), now=now)
+        if isinstance(first, TextResult | PartialLineResult):
+            body = "".join(getattr(w, "text", "") for w in windows)
+            return detect_feed(url, mime=None, body=body.encode("utf-8"), text=body, now=now)
+        if isinstance(first, InputResult):
+            raise NotFetchable(message="The page asks for input; a prompt cannot be followed.")
+        if isinstance(first, CertificateResult):
+            raise NotFetchable(
+                message="The capsule asks for a client certificate before it shows the page."
+            )
+        if isinstance(first, BinaryResult | GeminiBinaryResult):
+            raise NotFetchable(message="That is a binary file, not a page or a feed.")
+        raise NotFetchable(message="That answer is not a page or a feed.")
+
+    # --- subscriptions ------------------------------------------------------------
+
+    def subscribe(self, url: str, title: str | None = None) -> Deferred[tuple[Subscription, bool]]:
+        """
+        Read C{url} once, say what it is, and follow it: what it lists now
+        is the baseline (read), so only what appears later is new.  Subscribing
+        again keeps what was seen (and takes a new C{title}, if given).
+
+        @return: Fires with the subscription and whether it is new; fails
+            with the L{GophergemError} that kept the page from being read
+            (nothing is stored then).
+        """
+        return Deferred.fromCoroutine(self._subscribe(url, title))
+
+    async def _subscribe(self, url: str, title: str | None) -> tuple[Subscription, bool]:
+        key = _canonical(url)
+        if title is not None and not isinstance(title, str):
+            raise InvalidRequest(message="title must be a string.")
+        _, feed = await self.read(key)
+        name = (title or "").strip() or feed.title
+        return self.store.subscribe(key, name, feed.feed_type, feed.entries, self.now())
+
+    def unsubscribe(self, url: str) -> str:
+        """
+        Stop following C{url}; return its key.
+
+        @raise NotSubscribed: It was not followed.
+        """
+        key = _canonical(url)
+        if not self.store.unsubscribe(key):
+            raise NotSubscribed(
+                message="That URL is not one of the subscriptions.",
+                next_step="Call feed_list to see the subscriptions.",
+            )
+        return key
+
+    def subscriptions(self) -> list[Subscription]:
+        """Every subscription, by URL."""
+        return self.store.subscriptions()
+
+    async def _check(self, url: str) -> FeedError | None:
+        """Read one subscription and record what is new; the failure, if any, is recorded too."""
+        try:
+            _, feed = await self.read(url)
+        except GophergemError as error:
+            self.store.record_check(url, [], self.now(), error=error.code)
+            return FeedError(url, error)
+        self.store.record_check(url, feed.entries, self.now())
+        return None
+
+    def check_all(self, urls: Sequence[str] | None = None) -> Deferred[list[FeedError]]:
+        """
+        Read every subscription (or those of C{urls}) at once: the fetcher
+        paces each host and bounds connections, so this is as polite as one
+        at a time to a small host, and as fast as it can be across hosts.
+        """
+        return Deferred.fromCoroutine(self._check_all(urls))
+
+    async def _check_all(self, urls: Sequence[str] | None) -> list[FeedError]:
+        keys = [s.url for s in self.store.subscriptions()] if urls is None else list(urls)
+        checks = [Deferred.fromCoroutine(self._check(key)) for key in keys]
+        outcomes = await DeferredList(checks, consumeErrors=True)
+        errors = []
+        for key, (ok, value) in zip(keys, outcomes, strict=True):
+            if not ok:
+                failure: Any = value
+                failure.trap(GophergemError)  # anything else is a bug: let it out
+                errors.append(FeedError(key, failure.value))
+            elif value is not None:
+                errors.append(value)
+        return errors
+
+    def updates(
+        self,
+        url: str | None = None,
+        since: str | None = None,
+        mark_read: bool = True,
+        limit: int = DEFAULT_LIMIT,
+    ) -> Deferred[Updates]:
+        """
+        Check the subscriptions (or the one at C{url}) and return what is
+        new: entries never seen before, or with C{since} (ISO 8601), every
+        entry published (or first seen) after it; newest first, at most
+        C{limit}.  With C{mark_read}, the entries returned count as read.
+
+        Fails with L{NotSubscribed} when C{url} is given and not followed,
+        with L{InvalidRequest} for a bad C{limit} or C{since}.
+        """
+        return Deferred.fromCoroutine(self._updates(url, since, mark_read, limit))
+
+    async def _updates(
+        self, url: str | None, since: str | None, mark_read: bool, limit: int
+    ) -> Updates:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidRequest(message=f"limit must be a whole number from 1 to {MAX_LIMIT}.")
+        if since is not None:
+            self.store.unread("", since)  # checks since before anything is fetched
+        keys = None
+        if url is not None:
+            key = _canonical(url)
+            if self.store.get(key) is None:
+                raise NotSubscribed(
+                    message="That URL is not one of the subscriptions.",
+                    next_step="Call feed_subscribe first, or feed_list to see them.",
+                )
+            keys = [key]
+        errors = await self._check_all(keys)
+        checked = len(keys) if keys is not None else len(self.store.subscriptions())
+        found = self.store.unread(keys[0] if keys else None, since)
+        shown = found[:limit]
+        if mark_read and shown:
+            self.store.mark_read([(sub.url, entry.url) for sub, entry in shown])
+        return Updates(
+            entries=tuple(_update(sub, entry) for sub, entry in shown),
+            more=len(found) > limit,
+            checked=checked,
+            errors=tuple(errors),
+        )
+
+
+def _update(sub: Subscription, entry: StoredEntry) -> Update:
+    return Update(
+        feed_url=sub.url,
+        feed_title=sub.title,
+        url=entry.url,
+        title=entry.title,
+        published=entry.published,
+        first_seen=entry.first_seen,
+    )

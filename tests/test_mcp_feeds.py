@@ -1,0 +1,270 @@
+"""
+Tests for L{gophergem.mcp.feed_tools}: the subscription tools and the
+C{gophergem://feeds/updates} resource driven by the SDK's in-process
+C{mcp.Client}, in both protocol eras, against a fake capsule and gopher hole
+on an in-memory network.  Every structured result is checked against the
+tool's outputSchema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from gophergem.config import Config
+from gophergem.feeds.follow import Follower
+from gophergem.feeds.store import MemoryFeedStore
+from gophergem.mcp.feed_tools import UPDATES_URI
+from gophergem.mcp.server import build_server
+from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
+from tests.mcp_helpers import run_with_network
+from tests.test_feeds_follow import (
+    BASE,
+    CACHE_TTL,
+    GEMINI_IP,
+    GEMLOG,
+    GOPHER_IP,
+    HOLE,
+    INJECTION,
+    PHLOG,
+    gemtext,
+)
+from tests.test_mcp_gemini import validator
+
+ERAS = ["legacy", "2026-07-28"]
+TOOLS = {"feed_subscribe", "feed_unsubscribe", "feed_list", "feed_updates"}
+
+Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+def network() -> tuple[MemoryNetwork, FakeGeminiServer, FakeGopherServer]:
+    net = MemoryNetwork()
+    net.resolver.add("localhost", GEMINI_IP)
+    net.resolver.add("g.example", GOPHER_IP)
+    capsule = net.listen_gemini(GEMINI_IP, 1965, FakeGeminiServer({"/gemlog/": GEMLOG}))
+    hole = net.listen(GOPHER_IP, 70, FakeGopherServer({b"/phlog": PHLOG}))
+    return net, capsule, hole
+
+
+def drive(
+    net: MemoryNetwork,
+    script: Callable[[Client, Call], Awaitable[Any]],
+    *,
+    mode: str = "legacy",
+    follower: Follower | None = None,
+) -> Any:
+    """
+    Run C{script(client, call)} against a server with a follower; C{call}
+    makes a tool call and checks its structured result against the tool's
+    outputSchema and its text block.
+    """
+    fetcher = net.fetcher()
+    if follower is None:
+        follower = Follower(fetcher, MemoryFeedStore(), now=net.reactor.seconds)
+    server = build_server(fetcher, Config(), follower=follower)
+
+    async def body() -> Any:
+        async with Client(server, mode=mode) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) >= TOOLS
+
+            async def call(name: str, arguments: dict[str, Any]) -> Any:
+                result = await client.call_tool(name, arguments)
+                assert result.structured_content is not None, result.content
+                validator(tools[name].output_schema).validate(result.structured_content)
+                compact = json.loads(result.content[0].text)
+                assert compact.get("kind") == result.structured_content.get("kind")
+                return result
+
+            return await script(client, call)
+
+    return run_with_network(net, body)
+
+
+def ok(result: Any, kind: str) -> dict[str, Any]:
+    assert result.is_error is not True, result.structured_content
+    payload: dict[str, Any] = result.structured_content
+    assert payload["kind"] == kind, payload
+    return payload
+
+
+def error_code(result: Any) -> str:
+    assert result.is_error is True, result.structured_content
+    code: str = result.structured_content["error"]["code"]
+    return code
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_follow_then_updates(mode: str) -> None:
+    """Subscribe, list, find what is new after the page changed, then nothing more."""
+    net, capsule, _ = network()
+
+    async def script(client: Client, call: Call) -> None:
+        made = ok(await call("feed_subscribe", {"url": f"{BASE}/gemlog/"}), "subscription")
+        assert made == {
+            "kind": "subscription",
+            "url": f"{BASE}/gemlog/",
+            "title": "My gemlog",
+            "feed_type": "gemsub",
+            "entries_known": 2,
+        }
+        ok(
+            await call("feed_subscribe", {"url": f"{HOLE}/1/phlog", "title": "Holes"}),
+            "subscription",
+        )
+        listed = ok(await call("feed_list", {}), "subscriptions")
+        assert [(s["url"], s["title"], s["unread"]) for s in listed["entries"]] == [
+            (f"{BASE}/gemlog/", "My gemlog", 0),
+            (f"{HOLE}/1/phlog", "Holes", 0),
+        ]
+        nothing = ok(await call("feed_updates", {}), "feed_updates")
+        assert (nothing["entries"], nothing["checked"], nothing["errors"]) == ([], 2, [])
+
+        capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/new.gmi 2026-12-01 News\n"
+        net.reactor.advance(CACHE_TTL + 1)
+        found = ok(await call("feed_updates", {}), "feed_updates")
+        assert found["entries"] == [
+            {
+                "feed_url": f"{BASE}/gemlog/",
+                "feed_title": "My gemlog",
+                "url": f"{BASE}/gemlog/new.gmi",
+                "title": "News",
+                "published": "2026-12-01T12:00:00Z",
+            }
+        ]
+        assert found["more"] is False
+        again = ok(await call("feed_updates", {"url": f"{BASE}/gemlog/"}), "feed_updates")
+        assert (again["entries"], again["checked"]) == ([], 1)
+
+    drive(net, script, mode=mode)
+
+
+def test_mark_read_since_limit() -> None:
+    """mark_read, since and limit reach the follower; more says what was left out."""
+    net, capsule, _ = network()
+    capsule.routes["/gemlog/"] = gemtext()
+
+    async def script(client: Client, call: Call) -> None:
+        await call("feed_subscribe", {"url": f"{BASE}/gemlog/"})
+        capsule.routes["/gemlog/"] = gemtext(
+            "=> /1.gmi 2026-12-01 One", "=> /2.gmi 2026-12-02 Two", "=> /3.gmi 2026-12-03 Three"
+        )
+        net.reactor.advance(CACHE_TTL + 1)
+        peek = ok(await call("feed_updates", {"mark_read": False, "limit": 2}), "feed_updates")
+        assert ([e["title"] for e in peek["entries"]], peek["more"]) == (["Three", "Two"], True)
+        listed = ok(await call("feed_list", {}), "subscriptions")
+        assert listed["entries"][0]["unread"] == 3
+        read = ok(await call("feed_updates", {}), "feed_updates")
+        assert [e["title"] for e in read["entries"]] == ["Three", "Two", "One"]
+        since = ok(await call("feed_updates", {"since": "2026-12-02"}), "feed_updates")
+        assert [e["title"] for e in since["entries"]] == ["Three", "Two"]
+
+    drive(net, script)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_errors_are_results(mode: str) -> None:
+    """Refusals are error results with stable codes; a failing feed is an entry of errors."""
+    net, capsule, _ = network()
+
+    async def script(client: Client, call: Call) -> None:
+        assert error_code(await call("feed_subscribe", {"url": "https://example.org/"})) == (
+            "INVALID_REQUEST"
+        )
+        assert error_code(await call("feed_subscribe", {"url": f"{BASE}/nope"})) == (
+            "PERMANENT_ERROR"
+        )
+        assert error_code(await call("feed_unsubscribe", {"url": f"{BASE}/gemlog/"})) == (
+            "NOT_SUBSCRIBED"
+        )
+        assert error_code(await call("feed_updates", {"url": f"{BASE}/gemlog/"})) == (
+            "NOT_SUBSCRIBED"
+        )
+        assert error_code(await call("feed_updates", {"limit": 0})) == "INVALID_REQUEST"
+        assert error_code(await call("feed_updates", {"since": "soon"})) == "INVALID_REQUEST"
+        await call("feed_subscribe", {"url": f"{BASE}/gemlog/"})
+        capsule.routes["/gemlog/"] = b"40 Busy\r\n"
+        net.reactor.advance(CACHE_TTL + 1)
+        found = ok(await call("feed_updates", {}), "feed_updates")
+        assert found["entries"] == []
+        assert [(e["feed_url"], e["error"]["code"]) for e in found["errors"]] == [
+            (f"{BASE}/gemlog/", "TEMPORARY_ERROR")
+        ]
+        listed = ok(await call("feed_list", {}), "subscriptions")
+        assert listed["entries"][0]["last_error"] == "TEMPORARY_ERROR"
+        gone = ok(
+            await call("feed_unsubscribe", {"url": f"{BASE}/gemlog/"}), "subscription_removed"
+        )
+        assert gone["url"] == f"{BASE}/gemlog/"
+        assert ok(await call("feed_list", {}), "subscriptions")["entries"] == []
+
+    drive(net, script, mode=mode)
+
+
+def test_titles_are_data() -> None:
+    """Hostile titles reach the model sanitised, the injection text as plain data."""
+    net, capsule, _ = network()
+    capsule.routes["/gemlog/"] = gemtext()
+
+    async def script(client: Client, call: Call) -> None:
+        await call("feed_subscribe", {"url": f"{BASE}/gemlog/"})
+        capsule.routes["/gemlog/"] = (
+            "20 text/gemini\r\n"
+            f"=> /1.gmi 2026-12-01 {INJECTION}\n"
+            "=> /2.gmi 2026-12-02 Bell\x07 and \x1b[2Jclear\n"
+        ).encode()
+        net.reactor.advance(CACHE_TTL + 1)
+        result = await call("feed_updates", {})
+        titles = [e["title"] for e in ok(result, "feed_updates")["entries"]]
+        assert titles == ["Bell and clear", INJECTION]
+        assert "\x1b" not in result.content[0].text and "\x07" not in result.content[0].text
+
+    drive(net, script)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_updates_resource(mode: str) -> None:
+    """The resource lists unread entries as JSON and marks nothing read."""
+    net, capsule, _ = network()
+    capsule.routes["/gemlog/"] = gemtext()
+
+    async def script(client: Client, call: Call) -> None:
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert UPDATES_URI in resources
+        await call("feed_subscribe", {"url": f"{BASE}/gemlog/"})
+        capsule.routes["/gemlog/"] = gemtext("=> /1.gmi 2026-12-01 One")
+        net.reactor.advance(CACHE_TTL + 1)
+        await call("feed_updates", {"mark_read": False})
+        for _ in range(2):  # reading it twice: still unread
+            (content,) = (await client.read_resource(UPDATES_URI)).contents
+            document = json.loads(content.text)  # type: ignore[union-attr]
+            assert document == {
+                "kind": "unread",
+                "entries": [
+                    {
+                        "feed_url": f"{BASE}/gemlog/",
+                        "feed_title": "Log",
+                        "url": f"{BASE}/1.gmi",
+                        "title": "One",
+                        "published": "2026-12-01T12:00:00Z",
+                    }
+                ],
+            }
+
+    drive(net, script, mode=mode)
+
+
+def test_no_follower_no_feed_tools() -> None:
+    """A server built without a follower has no subscription tools."""
+    net, _, _ = network()
+    server = build_server(net.fetcher(), Config())
+
+    async def body() -> set[str]:
+        async with Client(server, mode="legacy") as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    assert not TOOLS & run_with_network(net, body)

@@ -1,0 +1,212 @@
+"""
+Tests for L{gophergem.service.FeedCheckService}, the daemon's periodic check
+of the subscriptions, on a fake clock: when it runs, that runs never
+overlap, what it logs, and that it stops cleanly; and for its wiring in
+L{gophergem.service.makeService} (HTTP only, the MCP server's own follower).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
+from twisted.logger import LogLevel, globalLogPublisher
+
+from gophergem import service
+from gophergem.config import Config
+from gophergem.errors import FeedStoreUnavailable, FetchTimeout
+from gophergem.feeds.follow import FeedError, Follower
+from gophergem.feeds.parse import Entry
+from gophergem.feeds.store import MemoryFeedStore
+from gophergem.service import FeedCheckService
+
+INTERVAL = 600
+NOW = 1_800_000_000.0
+
+
+@attrs.define
+class FakeFollower:
+    """A follower whose checks finish when the test says; counts them."""
+
+    store: MemoryFeedStore = attrs.field(factory=MemoryFeedStore)
+    checks: list[Deferred[list[FeedError]]] = attrs.field(factory=list)
+    cancelled: int = 0
+
+    def check_all(self) -> Deferred[list[FeedError]]:
+        def cancel(d: Deferred[list[FeedError]]) -> None:
+            self.cancelled += 1
+
+        d: Deferred[list[FeedError]] = Deferred(cancel)
+        self.checks.append(d)
+        return d
+
+
+@pytest.fixture
+def events() -> Any:
+    """The log events emitted during the test."""
+    seen: list[dict[str, Any]] = []
+    globalLogPublisher.addObserver(seen.append)
+    yield seen
+    globalLogPublisher.removeObserver(seen.append)
+
+
+def started(follower: Any, clock: Clock | None = None) -> tuple[FeedCheckService, Clock]:
+    clock = clock or Clock()
+    checks = FeedCheckService(follower, clock, INTERVAL)
+    checks.startService()
+    return checks, clock
+
+
+def test_first_check_after_one_interval() -> None:
+    """Nothing is checked at start-up; the first check runs one interval later."""
+    follower = FakeFollower()
+    _, clock = started(follower)
+    clock.advance(INTERVAL - 1)
+    assert follower.checks == []
+    clock.advance(1)
+    assert len(follower.checks) == 1
+
+
+def test_checks_repeat_every_interval() -> None:
+    """After a check has finished, the next runs at the next interval."""
+    follower = FakeFollower()
+    _, clock = started(follower)
+    for n in range(1, 4):
+        clock.advance(INTERVAL)
+        assert len(follower.checks) == n
+        follower.checks[-1].callback([])
+
+
+def test_runs_never_overlap() -> None:
+    """A check still running when the next is due delays it: never two at once."""
+    follower = FakeFollower()
+    _, clock = started(follower)
+    clock.advance(INTERVAL)
+    clock.advance(INTERVAL * 3)
+    assert len(follower.checks) == 1
+    follower.checks[0].callback([])
+    clock.advance(INTERVAL)
+    assert len(follower.checks) == 2
+
+
+def test_stop_ends_the_schedule() -> None:
+    """Once stopped, no check runs again."""
+    follower = FakeFollower()
+    checks, clock = started(follower)
+    stopped = checks.stopService()
+    assert stopped.called
+    clock.advance(INTERVAL * 10)
+    assert follower.checks == []
+    assert clock.getDelayedCalls() == []
+
+
+def test_stop_cancels_a_check_in_flight() -> None:
+    """Stopping during a check cancels it, and the stop waits for it to settle."""
+    follower = FakeFollower()
+    checks, clock = started(follower)
+    clock.advance(INTERVAL)
+    stopped = checks.stopService()
+    assert stopped.called
+    assert follower.cancelled == 1
+    clock.advance(INTERVAL * 10)
+    assert len(follower.checks) == 1
+    assert clock.getDelayedCalls() == []
+
+
+def test_summary_and_failures_are_logged(events: list[dict[str, Any]]) -> None:
+    """Each run logs one summary line, and each failed feed one warning without a traceback."""
+    follower = FakeFollower()
+    follower.store.subscribe("gopher://a.example/1/", "A", "phlog", [], NOW)
+    follower.store.subscribe("gopher://b.example/1/", "B", "phlog", [], NOW)
+    _, clock = started(follower)
+    clock.advance(INTERVAL)
+    entry = Entry(url="gopher://a.example/0/new", title="New", published=None)
+    follower.store.record_check("gopher://a.example/1/", [entry], NOW + INTERVAL)
+    follower.checks[0].callback([FeedError("gopher://b.example/1/", FetchTimeout(message="slow"))])
+    warnings = [e for e in events if e.get("log_level") == LogLevel.warn]
+    assert [(e["url"], e["code"]) for e in warnings] == [("gopher://b.example/1/", "TIMEOUT")]
+    assert not any("log_failure" in e for e in events)
+    (summary,) = [e for e in events if e.get("log_format", "").startswith("feeds: checked")]
+    assert (summary["checked"], summary["new"], summary["failed"]) == (2, 1, 1)
+
+
+def test_a_failed_run_keeps_the_schedule(events: list[dict[str, Any]]) -> None:
+    """A run that fails as a whole (the store unavailable) is one warning; the next still runs."""
+    follower = FakeFollower()
+    _, clock = started(follower)
+    clock.advance(INTERVAL)
+    follower.checks[0].errback(FeedStoreUnavailable(message="The store could not be locked."))
+    (warning,) = [e for e in events if e.get("log_level") == LogLevel.warn]
+    assert warning["code"] == "STATE_UNAVAILABLE"
+    assert "log_failure" not in warning
+    clock.advance(INTERVAL)
+    assert len(follower.checks) == 2
+
+
+def test_on_checked_after_each_run() -> None:
+    """on_checked is called after each run, so the MCP layer can announce the change."""
+    follower = FakeFollower()
+    checks, clock = started(follower)
+    calls: list[None] = []
+    checks.on_checked = lambda: calls.append(None)
+    clock.advance(INTERVAL)
+    assert calls == []
+    follower.checks[0].callback([])
+    assert calls == [None]
+
+
+def test_interval_must_be_positive() -> None:
+    """An interval of 0 (never) is no service at all: makeService does not build one."""
+    with pytest.raises(ValueError, match="more than 0"):
+        FeedCheckService(FakeFollower(), Clock(), 0)  # type: ignore[arg-type]
+
+
+def config(tmp_path: Path, interval: int) -> Config:
+    return Config.from_mapping(
+        {
+            "GEMINI_TOFU_ENABLED": "false",
+            "GEMINI_CLIENT_CERTS_ENABLED": "false",
+            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
+            "GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS": str(interval),
+        }
+    )
+
+
+def test_http_service_checks_with_the_servers_follower(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under HTTP with an interval, the check service uses the MCP server's own follower."""
+    import gophergem.mcp.server
+
+    seen: dict[str, Follower] = {}
+    build = gophergem.mcp.server.build_server
+
+    def build_server(*args: Any, follower: Follower, **kwargs: Any) -> Any:
+        seen["follower"] = follower
+        return build(*args, follower=follower, **kwargs)
+
+    monkeypatch.setattr(gophergem.mcp.server, "build_server", build_server)
+    top = service.makeService(
+        config(tmp_path, 900),
+        MemoryReactorClock(),
+        transport="http",
+        endpoint="tcp:0:interface=127.0.0.1",
+    )
+    checks = top.getServiceNamed("feeds")
+    assert isinstance(checks, FeedCheckService)
+    assert checks.follower is seen["follower"]
+    assert checks.interval == 900
+    assert callable(checks.on_checked)  # announces gophergem://feeds/updates
+
+
+@pytest.mark.parametrize(("transport", "interval"), [("http", 0), ("stdio", 900)])
+def test_no_check_service(tmp_path: Path, transport: str, interval: int) -> None:
+    """With the interval 0 (the default), or on stdio, there is no periodic check."""
+    top = service.makeService(config(tmp_path, interval), MemoryReactorClock(), transport=transport)
+    with pytest.raises(KeyError):
+        top.getServiceNamed("feeds")
