@@ -330,12 +330,6 @@ SETTINGS: tuple[Setting, ...] = (
         _engines("gopher"),
         "Search engines, in order (gopher:// type-7 URLs, a,b or a JSON array).",
     ),
-    Setting(
-        "gophergem",
-        "input_page_seconds",
-        _float_range(0, 3600),
-        "How long a one-time page for a capsule's secret input stays open, in seconds.",
-    ),
 )
 
 
@@ -402,7 +396,6 @@ class Config:
     http_drain_seconds: float = 10.0
     feeds_storage_path: str | None = None
     feeds_check_interval_seconds: int = 0
-    input_page_seconds: float = 300.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

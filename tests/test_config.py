@@ -282,7 +282,6 @@ BAD_BY_NAME: dict[str, list[str]] = {
     "http_drain_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
     "feeds_storage_path": _PATH_BAD,
     "feeds_check_interval_seconds": ["abc", "", "-1", "604801", "1.5"],
-    "input_page_seconds": ["abc", "", "0", "-1", "3601", "nan"],
     "search_engines": [
         "",
         ",",
