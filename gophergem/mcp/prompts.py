@@ -1,7 +1,7 @@
 # -*- test-case-name: tests.test_mcp_prompts -*-
 """
-The two prompts, C{explore_capsule} and C{summarize_gemlog}: a task for the
-assistant, with the rules for reading what fetches return.
+The prompts, C{explore_capsule}, C{summarize_gemlog} and C{whats_new}: a
+task for the assistant, with the rules for reading what fetches return.
 """
 
 # No "from __future__ import annotations": the SDK reads the prompts' annotations.
@@ -20,6 +20,8 @@ __all__ = [
     "register",
     "summarize_gemlog",
     "summarize_gemlog_prompt",
+    "whats_new",
+    "whats_new_prompt",
 ]
 
 MAX_POSTS = 50
@@ -66,6 +68,27 @@ def summarize_gemlog_prompt(url: str, posts: int = 5) -> str:
     )
 
 
+def whats_new_prompt(since: str | None = None) -> str:
+    """The text of the C{whats_new} prompt."""
+    if since is None:
+        ask = "Call feed_updates once (no arguments) to get the entries I have not read yet."
+        scope = "what is new on the pages I follow"
+    else:
+        since = safe_echo(since, 64)
+        ask = (
+            f"Call feed_updates once with since={since!r} to get every entry published since then."
+        )
+        scope = f"what was published on the pages I follow since {since}"
+    return (
+        f"Tell me {scope}.\n\n"
+        f"{ask} If it says more is true, call it again for the rest. Group the entries by "
+        "feed, newest first, each with its date, title and URL. Then fetch the two or three "
+        "that look most interesting (one batch call where possible) and summarise each in two "
+        "or three sentences. Mention any feed listed under errors, with its error code. If "
+        "nothing is new, say so; if nothing is followed, suggest feed_subscribe.\n\n" + _RULES
+    )
+
+
 def explore_capsule(
     url: Annotated[str, Field(description="A gopher:// or gemini:// URL to start from.")],
 ) -> str:
@@ -83,8 +106,18 @@ def summarize_gemlog(
     return summarize_gemlog_prompt(url, posts)
 
 
+def whats_new(
+    since: Annotated[
+        str | None,
+        Field(description="An ISO-8601 date or time; by default, what is unread."),
+    ] = None,
+) -> str:
+    """The C{whats_new} prompt, as the SDK calls it."""
+    return whats_new_prompt(since)
+
+
 def register(server: MCPServer[Any]) -> None:
-    """Add the two prompts to C{server}."""
+    """Add the prompts to C{server}."""
     server.prompt(
         name="explore_capsule",
         title="Explore a capsule",
@@ -96,3 +129,9 @@ def register(server: MCPServer[Any]) -> None:
         title="Summarise a gemlog",
         description="Read the newest posts of a Gemini (or Gopher) log and summarise each.",
     )(summarize_gemlog)
+    server.prompt(
+        name="whats_new",
+        title="What's new on my feeds",
+        description="Check the followed gemlogs, feeds and phlogs, list what is new and "
+        "summarise the most interesting entries.",
+    )(whats_new)
