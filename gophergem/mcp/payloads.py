@@ -356,14 +356,25 @@ def _described(
     return _incomplete(out, result.incomplete_reason)
 
 
+SENSITIVE_ADVICE = (
+    "The capsule asks for a secret (status 11), such as a password. Answering with the input "
+    "argument puts it in front of the assistant, in the conversation. Ask the user whether "
+    "they accept that; a client that offers URL-mode elicitation lets them type it on a page "
+    "the assistant never sees."
+)
+
+
 @payload.register
 def _input(result: InputResult) -> dict[str, Any]:
-    return {
+    out = {
         "kind": "input",
         "request_info": _gemini_info(result.request_info),
         "prompt": result.prompt,
         "sensitive": result.sensitive,
     }
+    if result.sensitive:
+        out["next_step"] = SENSITIVE_ADVICE
+    return out
 
 
 @payload.register

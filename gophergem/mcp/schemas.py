@@ -343,6 +343,9 @@ class InputPayload(_Model):
     request_info: GeminiRequestInfoModel
     prompt: str
     sensitive: bool
+    next_step: str | None = Field(
+        None, description="On sensitive input: what answering with input would expose."
+    )
 
 
 class RedirectPayload(_Model):

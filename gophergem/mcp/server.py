@@ -73,6 +73,7 @@ class GophergemServer(MCPServer[Any]):
         *,
         config: Config | None = None,
         follower: Follower | None = None,
+        secret_input: Any = None,
         **settings: Any,
     ) -> None:
         self.events = InMemorySubscriptionBus()
@@ -81,6 +82,8 @@ class GophergemServer(MCPServer[Any]):
         self.fetcher = fetcher
         self.config = config
         self.follower = follower
+        self.secret_input = secret_input
+        """Where a capsule's secret input is asked for (see L{gophergem.mcp.gemini_tools})."""
         self._watchers: dict[str, weakref.WeakSet[Any]] = {}
         add_request_handler(self, "resources/subscribe", SubscribeRequestParams, self._watch)
         add_request_handler(self, "resources/unsubscribe", UnsubscribeRequestParams, self._unwatch)
@@ -125,6 +128,7 @@ def build_server(
     config: Config | None = None,
     *,
     follower: Follower | None = None,
+    secret_input: Any = None,
     name: str = "gophergem",
 ) -> GophergemServer:
     """
@@ -133,7 +137,10 @@ def build_server(
     The Gemini tools are there when C{fetcher} fetches Gemini; with a
     C{config}, so are the C{gophergem://policy} resource, the prompts and
     C{smolweb_search}; with a C{follower}, the subscription tools and the
-    C{gophergem://feeds/updates} resource.
+    C{gophergem://feeds/updates} resource; with a C{secret_input} (see
+    L{gemini_tools.LoopbackSecretInput}), a capsule's sensitive input is
+    asked for on a one-time page where the client supports URL-mode
+    elicitation.
     The caller runs the server on the asyncio loop that Twisted's reactor
     also uses.
     """
@@ -141,6 +148,7 @@ def build_server(
         fetcher,
         config=config,
         follower=follower,
+        secret_input=secret_input,
         name=name,
         title="gophergem",
         version=__version__,

@@ -567,7 +567,14 @@ class StdioMCPService(Service):
             from gophergem.feeds.follow import Follower
 
             follower = Follower.from_config(self.fetcher, self.config)
-        server = build_server(self.fetcher, self.config, follower=follower)
+        from gophergem.mcp.gemini_tools import LoopbackSecretInput
+
+        server = build_server(
+            self.fetcher,
+            self.config,
+            follower=follower,
+            secret_input=LoopbackSecretInput(self.reactor),
+        )
         drain = self.config.stdio_drain_seconds if self.config is not None else 0
         self.protocol = StdioMCPProtocol(
             lowlevel_server(server), drain_seconds=drain, clock=self.reactor
