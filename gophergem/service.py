@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService, Service
-from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.defer import CancelledError, Deferred, fail, succeed
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
@@ -223,9 +225,14 @@ class HTTPListenService(StreamServerEndpointService):
         self.description = description
         self._raiseSynchronously = True  # as strports.service does: fail at start-up
 
+    listening: Any = None
+    """The listening port (C{IListeningPort}) once listening, else C{None}."""
+
     def privilegedStartService(self) -> None:
         try:
             super().privilegedStartService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+            if self._waitingForPort is not None:
+                self._waitingForPort.addCallback(self._listening)
         except (CannotListenError, OSError) as error:
             # A unix: socket in a missing directory raises a bare OSError.
             cause = error.socketError if isinstance(error, CannotListenError) else error
@@ -239,6 +246,10 @@ class HTTPListenService(StreamServerEndpointService):
                 stream.write(f"gophergem: {message}\n")
                 stream.flush()
             raise SystemExit(2) from None
+
+    def _listening(self, port: Any) -> Any:
+        self.listening = port
+        return port
 
 
 def with_backlog(endpoint: str, backlog: int = DEFAULT_BACKLOG) -> str:
@@ -294,12 +305,54 @@ def endpoint_security(
     return transport_security(port if loopback else None, allowed_hosts)
 
 
+INPUT_PATH = "input"
+"""Where the daemon serves the one-time pages for secret input (C{/input/<token>})."""
+
+
+@attrs.define
+class SiteSecretInput:
+    """
+    The daemon's one-time pages for a capsule's secret input, served by its
+    own site under C{/input/} (see L{gemini_tools<gophergem.mcp.gemini_tools>}):
+    offered only when the daemon listens on loopback alone, so that whoever
+    opens a page is on this machine.
+
+    @ivar base: Gives the pages' base URL (C{http://127.0.0.1:PORT/input/})
+        once the daemon listens.
+    """
+
+    pages: Any
+    base: Callable[[], str | None]
+
+    def open(self, prompt: str, capsule_url: str) -> Deferred[tuple[str, Deferred[str]]]:
+        """A new page: its URL, and a Deferred of the answer given on it."""
+        base = self.base()
+        if base is None:
+            return fail(RuntimeError("the daemon is not listening yet"))
+        token, answer = self.pages.open(prompt, capsule_url)
+        return succeed((base + token, answer))
+
+
+def _page_host(endpoint: str) -> str | None:
+    """The host a browser uses to reach a loopback TCP endpoint, or C{None} (no page offered)."""
+    kind, positional, named = _strport_parts(endpoint)
+    loopback, _ = _bind_facts(endpoint)
+    if kind not in ("tcp", "tcp6") or not loopback:
+        return None
+    interface = named.get("interface", positional[2] if len(positional) > 2 else "")
+    interface = interface.strip("[]")
+    if interface.lower() == "localhost":
+        return "127.0.0.1"
+    return f"[{interface}]" if ":" in interface else interface
+
+
 def build_site(
     server: MCPServer[Any],
     config: Config,
     reactor: IReactorTime,
     *,
     security: TransportSecuritySettings | None = None,
+    secret_pages: Any = None,
 ) -> tuple[BoundedSite, ASGIResource]:
     """
     The web site of the HTTP transport, and its MCP resource.
@@ -309,6 +362,9 @@ def build_site(
     same C{Host}/C{Origin} rules (C{security}); the resource needs a
     L{gophergem.mcp.web.LifespanService} running beside it.  The
     configuration bounds sessions and the time to send request headers.
+    With C{secret_pages} (a L{gophergem.mcp.secret_page.SecretPages}), the
+    one-time pages for a capsule's secret input are served under
+    C{/input/}, and no request there is logged.
     """
     from gophergem.mcp.discovery import Directory, add_discovery
     from gophergem.mcp.web import BoundedSite, mcp_resource, transport_security
@@ -323,8 +379,15 @@ def build_site(
     )
     root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
     root.putChild(b"mcp", resource)
+    if secret_pages is not None:
+        root.putChild(INPUT_PATH.encode(), secret_pages.resource)
     add_discovery(root, server, config, mcp_path="/mcp", security=security)
-    site = BoundedSite(root, header_timeout=config.http_header_timeout_seconds, reactor=reactor)
+    site = BoundedSite(
+        root,
+        header_timeout=config.http_header_timeout_seconds,
+        reactor=reactor,
+        unlogged=(f"/{INPUT_PATH}/".encode(),),
+    )
     return site, resource
 
 
@@ -384,12 +447,27 @@ def makeService(
     from gophergem.mcp.web import LifespanService
 
     follower = Follower.from_config(fetcher, config)
-    server = build_server(fetcher, config, follower=follower)
+    page_host = _page_host(endpoint)
+    pages = secret_input = listener = None
+    if page_host is not None:
+        from gophergem.mcp.secret_page import SecretPages
+
+        pages = SecretPages(reactor)
+
+        def base() -> str | None:
+            port = listener.listening if listener is not None else None
+            if port is None:
+                return None
+            return f"http://{page_host}:{port.getHost().port}/{INPUT_PATH}/"
+
+        secret_input = SiteSecretInput(pages, base)
+    server = build_server(fetcher, config, follower=follower, secret_input=secret_input)
     site, resource = build_site(
         server,
         config,
         reactor,
         security=endpoint_security(endpoint, allowed_hosts),
+        secret_pages=pages,
     )
     # Started in this order, stopped in reverse: the port closes, then the
     # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)

@@ -268,4 +268,8 @@ def test_config_adds_the_policy_and_prompts() -> None:
 
     resources, prompts = run_with_network(net, body)
     assert [str(r.uri) for r in resources.resources] == ["gophergem://policy"]
-    assert {p.name for p in prompts.prompts} == {"explore_capsule", "summarize_gemlog"}
+    assert {p.name for p in prompts.prompts} == {
+        "explore_capsule",
+        "summarize_gemlog",
+        "whats_new",
+    }

@@ -25,6 +25,7 @@ from typing import Annotated, Any
 import attrs
 from mcp.server.elicitation import AcceptedUrlElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
+from mcp.shared.exceptions import NoBackChannelError
 from mcp_types import CallToolResult
 from mcp_types.version import is_version_at_least
 from pydantic import Field
@@ -222,7 +223,11 @@ async def _secret_input(
         consent = await ctx.elicit_url(
             SECRET_MESSAGE.format(where=asked_for.request_info.url), page, elicitation_id
         )
-    except Exception:
+    except NoBackChannelError:
+        # This session cannot carry a request to the client (stateless HTTP).
+        listener.pages.cancel(token)
+        return None
+    except BaseException:
         listener.pages.cancel(token)
         raise
     if not isinstance(consent, AcceptedUrlElicitation):

@@ -364,11 +364,20 @@ class BoundedSite(server.Site):
         header_timeout: float = BoundedHTTPChannel.header_timeout,
         idle_timeout: float = IDLE_SECONDS,
         reactor: Any = None,
+        unlogged: tuple[bytes, ...] = (),
     ) -> None:
         super().__init__(  # type: ignore[no-untyped-call]  # Twisted: unannotated
             resource, requestFactory=BodyCappedRequest, timeout=idle_timeout, reactor=reactor
         )
         self.header_timeout = header_timeout
+        self.unlogged = unlogged
+
+    def log(self, request: Any) -> None:
+        """Log a request, unless its path starts with one of C{unlogged} (secret URLs)."""
+        path = getattr(request, "path", b"") or b""
+        if self.unlogged and path.startswith(self.unlogged):
+            return
+        super().log(request)
 
 
 class _State(enum.Enum):

@@ -214,7 +214,7 @@ def test_policy_and_prompts(daemon: Daemon, mode: str) -> None:
             policy = (await client.read_resource("gophergem://policy")).contents[0]
             assert "GOPHER_ALLOW_LOCAL_HOSTS = true" in policy.text
             prompts = {p.name for p in (await client.list_prompts()).prompts}
-            assert prompts == {"explore_capsule", "summarize_gemlog"}
+            assert prompts == {"explore_capsule", "summarize_gemlog", "whats_new"}
 
     run_async(body, deadline=60)
 

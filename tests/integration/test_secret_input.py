@@ -1,7 +1,8 @@
 """
 Acceptance test: a capsule's secret input (status 11) typed on gophergem's
-one-time loopback page, with C{python -m gophergem} over stdio, the MCP
-SDK's client (which offers URL-mode elicitation) and a real Jetforce whose
+one-time loopback page, with C{python -m gophergem} over stdio and with
+C{gophergem serve} on 127.0.0.1, the MCP SDK's client (which offers URL-mode
+elicitation) and a real Jetforce whose
 CGI answers 11 and then proves what it received (a SHA-256 of it).  The
 client plays the browser: it opens the page and posts the form.  The secret
 reaches the capsule and appears in no MCP message and no log line.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -35,13 +37,6 @@ def test_secret_typed_on_the_page_reaches_the_capsule_only(
     asked: list[Any] = []
     posted: list[str] = []
 
-    def browser(url: str) -> str:
-        page = urllib.request.urlopen(url, timeout=10).read().decode()
-        assert "Passphrase?" in page and 'type="password"' in page
-        form = urllib.parse.urlencode({"answer": SECRET}).encode()
-        request = urllib.request.Request(url, data=form, headers={"Origin": "null"})
-        return str(urllib.request.urlopen(request, timeout=10).read().decode())
-
     async def elicitation(context: Any, params: Any) -> mcp_types.ElicitResult:
         asked.append(params)
 
@@ -59,11 +54,75 @@ def test_secret_typed_on_the_page_reaches_the_capsule_only(
             return result, tool_payload(result)
 
     result, payload = run_async(body)
+    check(result, payload, asked, posted)
+    for shown in (result.model_dump_json(), asked[0].model_dump_json(), log.read_text()):
+        assert "horse" not in shown
+
+
+def check(result: Any, payload: dict[str, Any], asked: list[Any], posted: list[str]) -> None:
+    """The user was sent to a loopback page, posted there, and the capsule got the secret."""
     (params,) = asked
     assert params.mode == "url" and params.url.startswith("http://127.0.0.1:")
     assert posted and "Sent" in posted[0]
     assert payload["kind"] == "success", payload
     digest = hashlib.sha256(SECRET.encode()).hexdigest()
     assert payload["content"].strip() == f"Secret received, sha256: {digest}"
-    for shown in (result.model_dump_json(), params.model_dump_json(), log.read_text()):
-        assert "horse" not in shown
+
+
+def browser(url: str) -> str:
+    """Open the page and submit the form, as the user's browser would."""
+    page = urllib.request.urlopen(url, timeout=10).read().decode()
+    assert "Passphrase?" in page and 'type="password"' in page
+    form = urllib.parse.urlencode({"answer": SECRET}).encode()
+    request = urllib.request.Request(url, data=form, headers={"Origin": "null"})
+    return str(urllib.request.urlopen(request, timeout=10).read().decode())
+
+
+def test_the_daemon_on_loopback_serves_the_page_on_its_own_site(
+    jetforce_server: Jetforce, gemini_env: dict[str, str]
+) -> None:
+    """C{gophergem serve} bound to 127.0.0.1: the page is C{/input/<token>} of its own site."""
+    from mcp import Client
+
+    from .test_http import running
+
+    def argv(port: int) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "gophergem",
+            "serve",
+            "--transport",
+            "http",
+            "--endpoint",
+            f"tcp:{port}:interface=127.0.0.1",
+        ]
+
+    asked: list[Any] = []
+    posted: list[str] = []
+
+    async def elicitation(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params)
+
+        async def user() -> None:
+            posted.append(await asyncio.to_thread(browser, params.url))
+
+        asyncio.get_running_loop().create_task(user())
+        return mcp_types.ElicitResult(action="accept")
+
+    with running(argv, gemini_env) as daemon:
+
+        async def body() -> tuple[Any, dict[str, Any]]:
+            async with Client(daemon.url, mode="legacy", elicitation_callback=elicitation) as c:
+                result = await c.call_tool(
+                    "gemini_fetch", {"url": jetforce_server.url("/cgi-bin/secret")}
+                )
+                return result, tool_payload(result)
+
+        result, payload = run_async(body)
+        output = daemon.output()
+        daemon.stop()
+    check(result, payload, asked, posted)
+    assert f":{daemon.port}/input/" in asked[0].url
+    assert "horse" not in result.model_dump_json()
+    assert "/input/" not in output  # the page's URL is its password: never logged
