@@ -309,7 +309,7 @@ INPUT_PATH = "input"
 """Where the daemon serves the one-time pages for secret input (C{/input/<token>})."""
 
 
-@attrs.define
+@attrs.define(eq=False)
 class SiteSecretInput:
     """
     The daemon's one-time pages for a capsule's secret input, served by its

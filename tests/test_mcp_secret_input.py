@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import mcp_types
+import pytest
 from mcp import Client
 from twisted.internet.defer import Deferred, succeed
 
@@ -19,7 +20,7 @@ from gophergem.errors import InputTimeout
 from gophergem.mcp.gemini_tools import url_mode
 from gophergem.mcp.server import build_server
 from tests.mcp_helpers import run_with_network
-from tests.test_mcp_gemini import capsule
+from tests.test_mcp_gemini import ERAS, capsule
 
 SECRET = "correct horse battery"
 
@@ -57,7 +58,7 @@ class FakePages:
             self.answer.callback(self.answer_text)
 
 
-def run(pages: FakePages | None, *, action: str = "accept") -> Any:
+def run(pages: FakePages | None, *, action: str = "accept", mode: str = "legacy") -> Any:
     net, server, _ = capsule({"/ask": ask})
     fetcher = net.fetcher(gemini={"respect_robots_txt": False, "requests_per_minute": 0})
     mcp_server = build_server(fetcher, secret_input=pages)
@@ -71,7 +72,7 @@ def run(pages: FakePages | None, *, action: str = "accept") -> Any:
         return mcp_types.ElicitResult(action=action)  # type: ignore[arg-type]
 
     async def body() -> Any:
-        async with Client(mcp_server, mode="legacy", elicitation_callback=elicit) as client:
+        async with Client(mcp_server, mode=mode, elicitation_callback=elicit) as client:
             result = await client.call_tool("gemini_fetch", {"url": "gemini://localhost/ask"})
             wire.append(result.model_dump_json())
             return result
@@ -80,15 +81,17 @@ def run(pages: FakePages | None, *, action: str = "accept") -> Any:
     return result, seen, server.requests, wire
 
 
-def test_secret_goes_to_the_capsule_and_nowhere_else() -> None:
+@pytest.mark.parametrize("mode", ERAS)
+def test_secret_goes_to_the_capsule_and_nowhere_else(mode: str) -> None:
     pages = FakePages(SECRET)
-    result, seen, requests, wire = run(pages)
+    result, seen, requests, wire = run(pages, mode=mode)
     (params,) = seen
     assert params.mode == "url"
     assert params.url == "http://127.0.0.1:5555/TOKEN"
     assert "never shown to the assistant" in params.message
     assert pages.opened == [("Passphrase?", "gemini://localhost/ask")]
     assert requests[-1] == b"gemini://localhost/ask?correct%20horse%20battery"
+    assert b"?" not in b"".join(requests[:-1])  # the secret was sent once, last
     data = result.structured_content
     assert data["kind"] == "gemtext"
     shown = " ".join(wire)
@@ -96,17 +99,19 @@ def test_secret_goes_to_the_capsule_and_nowhere_else() -> None:
     assert "[redacted]" in json.dumps(data)
 
 
-def test_declined_sends_nothing() -> None:
+@pytest.mark.parametrize("mode", ERAS)
+def test_declined_sends_nothing(mode: str) -> None:
     pages = FakePages(SECRET)
-    result, _, requests, _ = run(pages, action="decline")
+    result, _, requests, _ = run(pages, action="decline", mode=mode)
     assert result.structured_content["error"]["code"] == "USER_DECLINED"
     assert pages.cancelled == ["TOKEN"]
-    assert requests == [b"gemini://localhost/ask"]
+    assert all(b"?" not in request for request in requests)
 
 
-def test_expired_sends_nothing() -> None:
+@pytest.mark.parametrize("mode", ERAS)
+def test_expired_sends_nothing(mode: str) -> None:
     pages = FakePages(None, fail=InputTimeout(message="late"))
-    result, _, requests, _ = run(pages)
+    result, _, requests, _ = run(pages, mode=mode)
     assert result.structured_content["error"]["code"] == "INPUT_TIMEOUT"
     assert requests == [b"gemini://localhost/ask"]
 
@@ -130,11 +135,11 @@ class _Ctx:
         self.mcp_server = type("S", (), {"secret_input": pages})()
 
 
-def test_url_mode_needs_the_clients_word_the_era_and_pages() -> None:
+def test_url_mode_needs_the_clients_word_and_pages() -> None:
     both = mcp_types.ElicitationCapability(form=mcp_types.FormElicitationCapability(), url={})
     form = mcp_types.ElicitationCapability(form=mcp_types.FormElicitationCapability())
     assert url_mode(_Ctx(both, "2025-11-25"))  # type: ignore[arg-type]
     assert not url_mode(_Ctx(form, "2025-11-25"))  # type: ignore[arg-type]
     assert not url_mode(_Ctx(None, "2025-11-25"))  # type: ignore[arg-type]
-    assert not url_mode(_Ctx(both, "2026-07-28"))  # type: ignore[arg-type]
+    assert url_mode(_Ctx(both, "2026-07-28"))  # type: ignore[arg-type]
     assert not url_mode(_Ctx(both, "2025-11-25", pages=None))  # type: ignore[arg-type]

@@ -126,3 +126,33 @@ def test_the_daemon_on_loopback_serves_the_page_on_its_own_site(
     assert f":{daemon.port}/input/" in asked[0].url
     assert "horse" not in result.model_dump_json()
     assert "/input/" not in output  # the page's URL is its password: never logged
+
+
+def test_the_2026_era_sends_the_user_to_the_page_through_input_required(
+    jetforce_server: Jetforce, gemini_env: dict[str, str]
+) -> None:
+    """In the 2026-07-28 era the page comes in an input_required result; the retry waits for it."""
+    from mcp import Client, StdioServerParameters
+
+    from .conftest import REPO_ROOT, server_command
+
+    command, args = server_command()
+    params = StdioServerParameters(command=command, args=args, env=gemini_env, cwd=str(REPO_ROOT))
+    asked: list[Any] = []
+    posted: list[str] = []
+
+    async def elicitation(context: Any, request: Any) -> mcp_types.ElicitResult:
+        asked.append(request)
+        posted.append(await asyncio.to_thread(browser, request.url))
+        return mcp_types.ElicitResult(action="accept")
+
+    async def body() -> tuple[Any, dict[str, Any]]:
+        async with Client(params, mode="2026-07-28", elicitation_callback=elicitation) as c:
+            result = await c.call_tool(
+                "gemini_fetch", {"url": jetforce_server.url("/cgi-bin/secret")}
+            )
+            return result, tool_payload(result)
+
+    result, payload = run_async(body)
+    check(result, payload, asked, posted)
+    assert "horse" not in result.model_dump_json()
