@@ -316,7 +316,8 @@ SETTINGS: tuple[Setting, ...] = (
         "gophergem",
         "feeds_check_interval_seconds",
         _int_range(0, 7 * 86400),
-        "Daemon: seconds between background checks of every subscription; 0 = never.",
+        "Daemon: seconds between background checks of every subscription (default 3600); "
+        "0 = never. Never in stdio mode.",
     ),
     Setting(
         "gemini",
@@ -395,7 +396,8 @@ class Config:
     http_header_timeout_seconds: float = 20.0
     http_drain_seconds: float = 10.0
     feeds_storage_path: str | None = None
-    feeds_check_interval_seconds: int = 0
+    feeds_check_interval_seconds: int | None = None
+    """Seconds between the daemon's checks of every subscription; C{None}: the default (an hour)."""
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

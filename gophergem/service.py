@@ -305,6 +305,9 @@ def endpoint_security(
     return transport_security(port if loopback else None, allowed_hosts)
 
 
+DEFAULT_FEEDS_CHECK_SECONDS = 3600
+"""How often the daemon checks every subscription unless told otherwise (never in stdio mode)."""
+
 INPUT_PATH = "input"
 """Where the daemon serves the one-time pages for secret input (C{/input/<token>})."""
 
@@ -477,9 +480,12 @@ def makeService(
     )
     listener.setName("http")  # type: ignore[no-untyped-call]  # Twisted: unannotated
     listener.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    if config.feeds_check_interval_seconds > 0:
+    interval = config.feeds_check_interval_seconds
+    if interval is None:
+        interval = DEFAULT_FEEDS_CHECK_SECONDS
+    if interval > 0:
         # Added last, so stopped first: no check starts while the endpoint drains.
-        checks = FeedCheckService(follower, reactor, config.feeds_check_interval_seconds)
+        checks = FeedCheckService(follower, reactor, interval)
         checks.on_checked = lambda: _announce(server, UPDATES_URI)
         checks.setName("feeds")  # type: ignore[no-untyped-call]  # Twisted: unannotated
         checks.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated

@@ -204,9 +204,21 @@ def test_http_service_checks_with_the_servers_follower(
     assert callable(checks.on_checked)  # announces gophergem://feeds/updates
 
 
+def test_the_daemon_checks_hourly_by_default(tmp_path: Path) -> None:
+    """Under HTTP with no interval set, subscriptions are checked every hour."""
+    settings = {"GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json")}
+    top = service.makeService(
+        Config.from_mapping(settings),
+        MemoryReactorClock(),
+        transport="http",
+        endpoint="tcp:0:interface=127.0.0.1",
+    )
+    assert top.getServiceNamed("feeds").interval == service.DEFAULT_FEEDS_CHECK_SECONDS == 3600
+
+
 @pytest.mark.parametrize(("transport", "interval"), [("http", 0), ("stdio", 900)])
 def test_no_check_service(tmp_path: Path, transport: str, interval: int) -> None:
-    """With the interval 0 (the default), or on stdio, there is no periodic check."""
+    """With the interval 0 (never), or on stdio whatever it is, there is no periodic check."""
     top = service.makeService(config(tmp_path, interval), MemoryReactorClock(), transport=transport)
     with pytest.raises(KeyError):
         top.getServiceNamed("feeds")

@@ -180,16 +180,20 @@ OFFLINE = Config.from_mapping(
 
 
 def test_http_service_tree() -> None:
-    """HTTP: the lifespan service, then the port serving /mcp, /health and discovery."""
+    """
+    HTTP: the lifespan service, the port serving /mcp, /health, discovery
+    and the one-time input pages, then the hourly feed check.
+    """
     reactor = MemoryReactorClock()
     top = service.makeService(
         OFFLINE, reactor, transport="http", endpoint="tcp:0:interface=127.0.0.1"
     )
-    lifespan, listener = list(top)
+    lifespan, listener, checks = list(top)
     assert isinstance(lifespan, LifespanService)
     assert isinstance(listener, StreamServerEndpointService)
+    assert isinstance(checks, service.FeedCheckService)
     root = listener.factory.resource
-    assert set(root.children) == {b"mcp", b"health", b".well-known"}
+    assert set(root.children) == {b"mcp", b"health", b".well-known", b"input"}
     assert set(root.children[b".well-known"].children) == {b"agent.gopher", b"agent"}
     listener.startService()
     assert reactor.tcpServers[0][3] == "127.0.0.1"
@@ -275,7 +279,7 @@ def test_http_settings_reach_the_site() -> None:
     top = service.makeService(
         config, MemoryReactorClock(), transport="http", endpoint="tcp:0:interface=127.0.0.1"
     )
-    lifespan, listener = list(top)
+    lifespan, listener, _ = list(top)
     assert lifespan._drain_seconds == 4.0
     site = listener.factory
     assert isinstance(site, BoundedSite)
