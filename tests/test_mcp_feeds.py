@@ -268,3 +268,49 @@ def test_no_follower_no_feed_tools() -> None:
             return {t.name for t in (await client.list_tools()).tools}
 
     assert not TOOLS & run_with_network(net, body)
+
+
+# --- gophergem://feeds/updates announces its changes ----------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+def test_subscribed_clients_are_told_the_resource_changed() -> None:
+    """
+    Up to 2025-11-25: a client that sent resources/subscribe gets
+    notifications/resources/updated after a feed tool changed the resource;
+    every change is also published for 2026-07-28 listeners.
+    """
+    import asyncio
+
+    import mcp_types
+
+    net, _, _ = network()
+    fetcher = net.fetcher()
+    follower = Follower(fetcher, MemoryFeedStore(), now=net.reactor.seconds)
+    server = build_server(fetcher, Config(), follower=follower)
+    published: list[Any] = []
+    server.events.subscribe(published.append)
+    told: list[str] = []
+
+    async def handler(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mcp_types.ResourceUpdatedNotification):
+            told.append(str(root.params.uri))
+
+    async def body() -> None:
+        async with Client(server, mode="legacy", message_handler=handler) as client:
+            capabilities = client.server_capabilities
+            assert capabilities.resources is not None and capabilities.resources.subscribe
+            await client.subscribe_resource(UPDATES_URI)
+            await client.call_tool("feed_subscribe", {"url": f"{BASE}/gemlog/"})
+            await client.call_tool("feed_list", {})  # changes nothing: tells nobody
+            for _ in range(50):
+                if told:
+                    break
+                await asyncio.sleep(0)
+            await client.unsubscribe_resource(UPDATES_URI)
+            await client.call_tool("feed_updates", {})
+
+    run_with_network(net, body)
+    assert told == [UPDATES_URI]
+    assert [event.uri for event in published] == [UPDATES_URI, UPDATES_URI]

@@ -17,6 +17,7 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel
 
 from gophergem.mcp._sdk import (
+    connection_of,
     discard_session,
     live_sessions,
     lowlevel_server,
@@ -124,3 +125,14 @@ def test_published_schema_with_a_model_is_checked() -> None:
 def test_publish_output_schema_unknown_tool() -> None:
     with pytest.raises(KeyError):
         publish_output_schema(_probe_server(), "nope", {})
+
+
+def test_connection_of_sees_through_session_handles() -> None:
+    """A session handle still carries its connection under the private name used."""
+    import inspect
+
+    from mcp.server.session import ServerSession
+
+    assert "self._connection" in inspect.getsource(ServerSession)
+    marker = object()
+    assert connection_of(marker) is marker

@@ -24,6 +24,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 __all__ = [
     "add_request_handler",
+    "connection_of",
     "discard_session",
     "live_sessions",
     "lowlevel_server",
@@ -65,6 +66,15 @@ def add_request_handler(server: MCPServer[Any], method: str, params: Any, handle
     C{resources/subscribe} (which then shows in the server's capabilities).
     """
     server._lowlevel_server.add_request_handler(method, params, handler)
+
+
+def connection_of(session: Any) -> Any:
+    """
+    The client connection behind a request's session handle (each request
+    may hand out its own handle for the same connection); the handle itself
+    when it has none.
+    """
+    return getattr(session, "_connection", session)
 
 
 def publish_output_schema(

@@ -11,7 +11,6 @@ L{IFetcher} every tool calls.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,7 +39,7 @@ from gophergem.mcp import (
     search_tools,
     trust_tools,
 )
-from gophergem.mcp._sdk import add_request_handler
+from gophergem.mcp._sdk import add_request_handler, connection_of
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "build_server"]
 
@@ -84,17 +83,24 @@ class GophergemServer(MCPServer[Any]):
         self.follower = follower
         self.secret_input = secret_input
         """Where a capsule's secret input is asked for (see L{gophergem.mcp.gemini_tools})."""
-        self._watchers: dict[str, weakref.WeakSet[Any]] = {}
+        # URI -> the sessions that subscribed to it (a session's request
+        # context hands out a short-lived wrapper, so they are held strongly
+        # and bounded; one that cannot be sent to any more is dropped).
+        self._watchers: dict[str, list[Any]] = {}
         add_request_handler(self, "resources/subscribe", SubscribeRequestParams, self._watch)
         add_request_handler(self, "resources/unsubscribe", UnsubscribeRequestParams, self._unwatch)
 
     async def _watch(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         """C{resources/subscribe} (up to 2025-11-25): remember the session for that URI."""
-        self._watchers.setdefault(str(params.uri), weakref.WeakSet()).add(ctx.session)
+        watchers = self._watchers.setdefault(str(params.uri), [])
+        if not any(_same_session(w, ctx.session) for w in watchers):
+            watchers.append(ctx.session)
+            del watchers[:-MAX_WATCHERS]
         return EmptyResult()
 
     async def _unwatch(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
-        self._watchers.get(str(params.uri), weakref.WeakSet()).discard(ctx.session)
+        watchers = self._watchers.get(str(params.uri), [])
+        watchers[:] = [w for w in watchers if not _same_session(w, ctx.session)]
         return EmptyResult()
 
     async def announce(self, uri: str) -> None:
@@ -107,7 +113,7 @@ class GophergemServer(MCPServer[Any]):
             try:
                 await session.send_resource_updated(uri)
             except Exception:  # a session gone away: it stops being told
-                self._watchers[uri].discard(session)
+                self._watchers[uri].remove(session)
         await self.events.publish(ResourceUpdated(uri=uri))
 
     async def call_tool(
@@ -121,6 +127,15 @@ class GophergemServer(MCPServer[Any]):
                 raise
             shown = name if len(name) <= 80 else name[:80] + "..."
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {shown!r}") from None
+
+
+MAX_WATCHERS = 2000
+"""Sessions told about one resource at most (the HTTP session cap's default)."""
+
+
+def _same_session(a: Any, b: Any) -> bool:
+    """Whether two session handles reach the same client connection."""
+    return a is b or connection_of(a) is connection_of(b)
 
 
 def build_server(
