@@ -9,6 +9,7 @@ payloads and the CLI prints them.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 
 import attrs
@@ -66,8 +67,13 @@ class _MaybeIncomplete:
         return self.incomplete_reason is not None
 
 
+@functools.lru_cache(maxsize=256)
 def iso_utc(seconds: float) -> str:
-    """Format a POSIX time as ISO-8601 UTC with a C{Z}, to the second."""
+    """
+    Format a POSIX time as ISO-8601 UTC with a C{Z}, to the second.  The
+    last few hundred are remembered: a cached download's time is printed on
+    every hit.
+    """
     stamp = datetime.fromtimestamp(seconds, UTC).replace(microsecond=0)
     return stamp.isoformat().replace("+00:00", "Z")
 

@@ -9,10 +9,15 @@ C{%}, and following it must send precisely what the server named.
 A L{GeminiURL} keeps its path and query percent-encoded, normalised so that
 one resource has one spelling; it also resolves the relative references
 found in gemtext links and redirects (RFC 3986 section 5.2).
+
+Parsing is pure, and the values are frozen, so the last few hundred texts
+parsed are remembered: a client reading a page window by window (or asking
+for a cached menu again) names the same URL on every call.
 """
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import string
@@ -48,6 +53,10 @@ def quote_bytes(raw: bytes) -> str:
     return quote_from_bytes(raw, safe=_SELECTOR_EXTRA_SAFE)
 
 
+#: Text that L{safe_echo} gives back as it is (most URLs).
+_PRINTABLE_ASCII = re.compile("[ -~]*")
+
+
 def safe_echo(text: str, limit: int = 2048) -> str:
     """
     Make caller-supplied text safe to quote back in a result or message.
@@ -56,6 +65,8 @@ def safe_echo(text: str, limit: int = 2048) -> str:
     so a URL copied from a hostile page cannot reorder or hide what we print.
     Overlong input is cut with an ellipsis.
     """
+    if _PRINTABLE_ASCII.fullmatch(text, 0, limit):
+        return text if len(text) <= limit else text[:limit] + "…"  # nothing to encode
     import unicodedata
 
     out = []
@@ -220,6 +231,13 @@ class GopherURL:
 
         @raise InvalidRequest: If C{text} is not a usable gopher URL.
         """
+        if type(text) is str and cls is GopherURL:
+            return _remembered_gopher(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> GopherURL:
+        """L{from_text}, never remembered."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest(message="The URL is empty.")
         text = text.strip()
@@ -387,6 +405,13 @@ class GeminiURL:
             scheme, no host, a user name or password, a bad port, control
             characters.
         """
+        if type(text) is str and cls is GeminiURL:
+            return _remembered_gemini(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> GeminiURL:
+        """L{from_text}, never remembered."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidRequest(message="The URL is empty.")
         text = text.strip()
@@ -520,9 +545,26 @@ class GeminiURL:
         return _canonical_or_same(target)
 
 
+#: How many parsed URLs of each scheme are remembered (texts that failed to
+#: parse are not: they raise every time).
+_REMEMBERED_URLS = 256
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_URLS)
+def _remembered_gopher(text: str) -> GopherURL:
+    return GopherURL._parse(text)
+
+
+@functools.lru_cache(maxsize=_REMEMBERED_URLS)
+def _remembered_gemini(text: str) -> GeminiURL:
+    return GeminiURL._parse(text)
+
+
 def _canonical_or_same(text: str) -> str:
     """Print C{text} as a canonical gemini URL, or return it unchanged if it is not one."""
     try:
-        return GeminiURL.from_text(text).to_text()
+        # Not remembered: a page's many links would crowd out the URLs
+        # clients name again and again.
+        return GeminiURL._parse(text).to_text()
     except InvalidRequest:
         return text

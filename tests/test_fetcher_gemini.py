@@ -1147,7 +1147,7 @@ def test_cached_second_fetch() -> None:
 def test_cache_hit_parses_nothing(response: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache hit reuses the window cut from the download: nothing is decoded, parsed or cut."""
     calls: list[str] = []
-    for name in ("_decode_body", "parse_gemtext", "cut_text", "lines_that_may_fit"):
+    for name in ("_decode_body", "gemtext_lines", "cut_text", "fitting_lines"):
         real = getattr(gemini_pipeline, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
@@ -1215,15 +1215,11 @@ def test_second_walk_matches_the_first() -> None:
 )
 def test_toggle_index_agrees_with_counting(page: str) -> None:
     """The toggle index gives the preformatted state counting gives, at every line start."""
-    from gophergem.url import GeminiURL
-
-    url = GeminiURL.from_text(URL)
     index = gemini_pipeline._toggles(page)
     starts = [0] + [i + 1 for i, c in enumerate(page) if c == "\n" and i + 1 < len(page)]
     for offset in starts:
-        rest = page[offset:]
-        parse = gemini_pipeline.GeminiPipeline._parse_window
-        assert parse(url, page, offset, rest, index) == parse(url, page, offset, rest, None)
+        state = gemini_pipeline._preformatted
+        assert state(page, offset, index) == state(page, offset, None)
 
 
 def test_query_urls_never_cached() -> None:

@@ -112,6 +112,21 @@ def test_caller_cancel_is_not_a_timeout() -> None:
     assert clock.getDelayedCalls() == []  # the timer went with it
 
 
+def test_work_done_at_once_sets_no_timer() -> None:
+    """Work that finishes without waiting (a cache hit) gives its value and leaves no timer."""
+    clock = Clock()
+    scheduled: list[Any] = []
+    real = clock.callLater
+    clock.callLater = lambda *a, **k: scheduled.append(a) or real(*a, **k)  # type: ignore[method-assign]
+
+    async def work() -> int:
+        return 7
+
+    d = Deferred.fromCoroutine(within_deadline(work(), 3, clock))
+    assert d.called and d.result == 7
+    assert scheduled == [] and clock.getDelayedCalls() == []
+
+
 def test_steps_deadline_uses_the_configured_seconds() -> None:
     """Steps.within_deadline gives the work its Deadline and the config's seconds."""
     clock = Clock()

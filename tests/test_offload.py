@@ -16,6 +16,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 from twisted.internet.testing import MemoryReactorClock
 
+from gophergem.fetcher import _pipeline
 from gophergem.fetcher._pipeline import OFFLOAD_BYTES, offloader, run_inline
 from gophergem.results import FetchFailure, GemtextResult, MenuResult, TextResult
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
@@ -25,6 +26,7 @@ GEMINI_IP = "192.0.2.41"
 
 BIG_MENU = b"ix\r\n" * (OFFLOAD_BYTES // 4 + 1) + b".\r\n"
 BIG_TEXT = b"line of text\r\n" * (OFFLOAD_BYTES // 14 + 1) + b".\r\n"
+BIG_LATIN = b"caf\xe9 cr\xe8me\r\n" * (OFFLOAD_BYTES // 12 + 1) + b".\r\n"
 SMALL_MENU = b"0About\t/about\tg.example\t70\r\n.\r\n"
 BIG_PAGE = b"20 text/gemini\r\n" + b"=> /x a link\n" * (OFFLOAD_BYTES // 13 + 1)
 SMALL_PAGE = b"20 text/gemini\r\n# Hello\n"
@@ -54,7 +56,9 @@ def net() -> MemoryNetwork:
     network.listen(
         GOPHER_IP,
         70,
-        FakeGopherServer({b"/big": BIG_MENU, b"/text": BIG_TEXT, b"/small": SMALL_MENU}),
+        FakeGopherServer(
+            {b"/big": BIG_MENU, b"/text": BIG_TEXT, b"/latin": BIG_LATIN, b"/small": SMALL_MENU}
+        ),
     )
     network.listen_gemini(
         GEMINI_IP, 1965, FakeGeminiServer({"/big": BIG_PAGE, "/small": SMALL_PAGE})
@@ -80,13 +84,19 @@ def fired(d: Deferred[Any]) -> list[Any]:
     [
         ("gopher://g.example/1/big", MenuResult),
         ("gopher://g.example/0/text", TextResult),
+        ("gopher://g.example/0/latin", TextResult),
         ("gemini://localhost/big", GemtextResult),
     ],
 )
 def test_large_response_waits_for_the_offloaded_parse(
-    net: MemoryNetwork, url: str, kind: type
+    net: MemoryNetwork, url: str, kind: type, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A response of OFFLOAD_BYTES or more is parsed through the offload, and the fetch waits."""
+    """
+    A response of OFFLOAD_BYTES or more is parsed through the offload, and
+    the fetch waits (plain ASCII text from PLAIN_OFFLOAD_BYTES, here made as
+    small).
+    """
+    monkeypatch.setattr(_pipeline, "PLAIN_OFFLOAD_BYTES", OFFLOAD_BYTES)
     held = HeldOffload()
     fetcher = fetcher_with(net, held)
     fetch = fetcher.gemini if url.startswith("gemini") else fetcher.gopher
@@ -96,6 +106,22 @@ def test_large_response_waits_for_the_offloaded_parse(
     assert box == [] and len(held.held) == 1  # downloaded, parse pending
     held.run_all()
     assert isinstance(box[0], kind), box
+
+
+@pytest.mark.parametrize("url", ["gopher://g.example/0/text", "gemini://localhost/big"])
+def test_plain_text_decoded_in_place(net: MemoryNetwork, url: str) -> None:
+    """
+    A body of plain ASCII text under PLAIN_OFFLOAD_BYTES is decoded right
+    here, however much larger than OFFLOAD_BYTES: no thread hop, and no pool
+    thread's malloc arena left holding its copies.
+    """
+    assert len(BIG_TEXT) >= OFFLOAD_BYTES and len(BIG_PAGE) >= OFFLOAD_BYTES
+    held = HeldOffload()
+    fetcher = fetcher_with(net, held)
+    fetch = fetcher.gemini if url.startswith("gemini") else fetcher.gopher
+    result = net.run(fetch(url))
+    assert isinstance(result, TextResult | GemtextResult), result
+    assert held.held == []
 
 
 @pytest.mark.parametrize("url", ["gopher://g.example/1/small", "gemini://localhost/small"])

@@ -408,3 +408,18 @@ def test_default_port_omitted(host: str, port: int) -> None:
 def test_ipv6_text_is_the_same_on_every_python(given: str, spelled: str) -> None:
     """IPv6 hosts get one spelling (RFC 5952, dotted IPv4-mapped) whatever the interpreter."""
     assert ipv6_text(given) == spelled
+
+
+@pytest.mark.parametrize(
+    ("parse", "good", "bad"),
+    [
+        (GopherURL.from_text, "gopher://example.org/1/a", "gopher://"),
+        (GeminiURL.from_text, "gemini://example.org/a", "gemini://"),
+    ],
+)
+def test_parsed_urls_are_remembered(parse: Any, good: str, bad: str) -> None:
+    """A URL text parsed again gives the same value; one that does not parse raises every time."""
+    assert parse(good) is parse(good)
+    for _ in range(2):
+        with pytest.raises(InvalidRequest):
+            parse(bad)

@@ -15,12 +15,13 @@ from hypothesis import strategies as st
 from mcp import Client
 from twisted.internet.testing import MemoryReactorClock
 
-from gophergem.fetcher._budget import cut_text
+from gophergem.fetcher._budget import cut_text, text_cost
 from gophergem.mcp.payloads import payload
 from gophergem.mcp.server import build_server
 from gophergem.policy.cache import ResponseCache
 from gophergem.results import GemtextResult, MenuResult, PartialLineResult, TextResult
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
+from gophergem.wire.text import sanitise
 from tests.mcp_helpers import run_with_network
 
 HOST_IP = "192.0.2.30"  # memory reactor only: never dialled
@@ -367,3 +368,17 @@ def test_cut_text_is_the_longest_window_that_fits(text: str, limit: int, data: A
     assert len(json.dumps(text[offset:end], ensure_ascii=False)) - 2 <= limit
     if end < len(text):
         assert len(json.dumps(text[offset : end + 1], ensure_ascii=False)) - 2 > limit
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=200), st.booleans())
+def test_text_cost_counts_what_json_escapes(raw: str, keep_newlines: bool) -> None:
+    """
+    On sanitised text, text_cost (one pass of JSON's own encoder) is its
+    length plus one for each character JSON escapes with two: quote,
+    backslash, newline, tab, carriage return.
+    """
+    text = sanitise(raw, keep_newlines=keep_newlines)
+    escaped = sum(text.count(c) for c in '"\\\n\t\r')
+    assert text_cost(text) == len(text) + escaped
+    assert text_cost(text) == len(json.dumps(text, ensure_ascii=False)) - 2

@@ -22,6 +22,7 @@ from gophergem.wire.gemtext import (
     GemtextLine,
     Link,
     TextWindow,
+    gemtext_lines,
     parse_gemtext,
     window_text,
 )
@@ -502,3 +503,46 @@ def test_windows_reassemble_the_text(text: str, limit: int) -> None:
         pieces.append(window.text)
         offset = window.next_offset
     assert "".join(pieces) == text
+
+
+_PIECES = ("# h", "## h", "* i", "> q", "=> /a b", "=> /p 2024-01-02 t", "```py", "```", "x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from((*_PIECES, "\ufeff", "\t=>", "")), st.sampled_from("\n\r")),
+        max_size=12,
+    ).map(lambda parts: "".join(a + ("\r\n" if b == "\r" else "\n") for a, b in parts)),
+    st.booleans(),
+    st.booleans(),
+)
+def test_gemtext_lines_are_the_parse_and_say_where_each_ends(
+    page: str, unterminated: bool, preformatted: bool
+) -> None:
+    """
+    gemtext_lines gives parse_gemtext's lines (a page that starts inside a
+    block parses as one that opens it first), and each line's stop is where
+    the next line starts: the stops cut the page into its lines exactly.
+    """
+    if unterminated:
+        page = page.rstrip("\n")
+    pairs = list(gemtext_lines(page, BASE, preformatted=preformatted))
+    if preformatted:
+        expected = parse_gemtext("```\n" + page, BASE).lines[1:]
+    else:
+        expected = parse_gemtext(page, BASE).lines
+    assert tuple(line for line, _ in pairs) == expected
+    stops = [stop for _, stop in pairs]
+    assert stops == sorted(set(stops)) and (not stops or stops[-1] == len(page))
+    starts = [0, *stops][: len(stops)]
+    for start, stop in zip(starts, stops, strict=True):
+        assert "\n" not in page[start : stop - 1]
+
+
+def test_gemtext_lines_stop_where_the_reader_stops() -> None:
+    """Lines are parsed only as they are asked for: a reader that stops early parses no more."""
+    lines = gemtext_lines("# a\n=> /b\n", BASE)
+    assert next(lines) == (GemtextLine("heading1", "# a", text="a", level=1), 4)
+    assert next(lines)[1] == 10
+    assert list(lines) == []

@@ -19,6 +19,7 @@ from gophergem.wire.text import (
     decode_body,
     decode_text,
     dropped_ranges,
+    is_plain_ascii,
     sanitise,
     sanitise_line,
 )
@@ -435,3 +436,37 @@ def test_decode_body_never_raises(data: bytes, declared: str | None, truncated: 
     assert decoded.decoding in DECODINGS
     if decoded.decoding != "lossy" and "\ufffd".encode() not in data:
         assert "\ufffd" not in decoded.text or decoded.charset not in ("utf-8", "iso-8859-1")
+
+
+@pytest.mark.parametrize(
+    ("data", "plain"),
+    [
+        (b"", True),
+        (b"Hello, world!\r\n\tIndented ~\n", True),
+        (bytearray(b"line\n"), True),
+        (b"caf\xc3\xa9\n", False),  # UTF-8, not ASCII
+        (b"caf\xe9\n", False),  # an 8-bit charset to guess
+        (b"bell\x07\n", False),  # a control character to drop
+        (b"\x1b[1mbold\x1b[0m", False),
+        (b"del\x7f", False),
+        (b"nul\x00", False),
+    ],
+)
+def test_is_plain_ascii(data: bytes, plain: bool) -> None:
+    """Only printable ASCII, tabs, CR and LF make plain ASCII text."""
+    assert is_plain_ascii(data) is plain
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_plain_ascii_decodes_to_itself(data: bytes) -> None:
+    """Plain ASCII text decodes as UTF-8 to the same characters, and sanitising keeps them."""
+    if is_plain_ascii(data):
+        decoded = decode_body(data)
+        assert (decoded.text, decoded.charset, decoded.decoding) == (
+            data.decode(),
+            "utf-8",
+            "clean",
+        )
+        text = decoded.text.replace("\r\n", "\n").replace("\r", "")
+        assert sanitise(text) == text

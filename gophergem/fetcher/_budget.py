@@ -27,48 +27,64 @@ envelope (request_info, the window and cache fields, notes) comes on top.
 Offsets keep their meaning (characters of a body, items of a menu), and a
 window ends where the next one starts, so windows still abut exactly.  Each
 window costs time in proportion to what it holds, never to the whole
-resource.
+resource: a gemtext window parses its lines one at a time and stops at the
+first that does not fit (L{fitting_lines}).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring
 
-from gophergem.wire.gemtext import GemtextLine, Link
+from gophergem.wire.gemtext import GemtextLine
 from gophergem.wire.gopher import MenuItem, selector_text
 
-__all__ = ["cut_items", "cut_lines", "cut_text", "line_cost", "menu_item_cost", "text_cost"]
+__all__ = [
+    "cut_items",
+    "cut_text",
+    "fitting_lines",
+    "line_cost",
+    "menu_item_cost",
+    "text_cost",
+]
 
 _SEPARATOR = 2  # ", " between two members or two elements
-# The least a gemtext line can cost: {"type": "text", "content": ""} and a
-# separator; a link line carries its link twice, each at least
-# {"url": "", "text": null} and a separator, plus the "link" key.
-_LEAST_LINE = 33
-_LEAST_LINK = 2 * 25 + 8
 
 
 def text_cost(text: str) -> int:
-    """What C{text} costs inside a JSON string (without its quotes)."""
-    return (
-        len(text)
-        + text.count('"')
-        + text.count("\\")
-        + text.count("\n")
-        + text.count("\t")
-        + text.count("\r")
-    )
+    """
+    What C{text} costs inside a JSON string (without its quotes).
+
+    For sanitised text (the only text a payload holds) this is its length
+    plus one for each C{"}, C{\\}, newline, tab and carriage return: the
+    characters JSON escapes with two (C{tests/test_windows.py} checks the
+    two agree).  JSON's own encoder counts them in one pass.
+    """
+    return len(encode_basestring(text)) - 2
 
 
 def _string(text: str | None) -> int:
-    return 4 if text is None else text_cost(text) + 2  # null, or the quoted string
+    """What a string member's value costs: C{null}, or the quoted string."""
+    return 4 if text is None else len(encode_basestring(text))
 
 
 def _member(key: str, value: int) -> int:
     return len(key) + 4 + value + _SEPARATOR  # "key": value,
 
 
-def _link_cost(link: Link) -> int:
-    return 2 + _member("url", _string(link.url)) + _member("text", _string(link.text))
+# What the members of a line cost besides their values: "type": and
+# "content": with their separators, the braces and the separator after the
+# object; "text":, "alt_text":, "language": and "level": each with theirs.
+_LINE = 2 + _member("type", 0) + _member("content", 0) + _SEPARATOR
+_TEXT = _member("text", 0)
+_ALT_TEXT = _member("alt_text", 0)
+_LANGUAGE = _member("language", 0)
+_LEVEL = _member("level", 1)
+# A link object ({"url": ..., "text": ...}), its "link": key in the line and
+# the separator after it in links; a feed entry's members and braces.
+_LINK = 2 + _member("url", 0) + _member("text", 0)
+_IN_LINE = _member("link", 0) + _SEPARATOR
+_ENTRY = 2 + _member("date", 12) + _member("title", 0) + _member("url", 0) + _SEPARATOR
 
 
 def line_cost(line: GemtextLine) -> int:
@@ -77,22 +93,23 @@ def line_cost(line: GemtextLine) -> int:
     link in C{links}, and (for a link whose label may start with a date) an
     entry in C{feed_entries}.
     """
-    cost = 2 + _member("type", _string(line.type)) + _member("content", _string(line.content))
-    cost += _SEPARATOR
-    for key in ("text", "alt_text", "language"):
-        value = getattr(line, key)
-        if value is not None:
-            cost += _member(key, _string(value))
+    cost = _LINE + len(line.type) + 2 + len(encode_basestring(line.content))
+    if line.text is not None:
+        cost += _TEXT + len(encode_basestring(line.text))
+    if line.alt_text is not None:
+        cost += _ALT_TEXT + len(encode_basestring(line.alt_text))
+    if line.language is not None:
+        cost += _LANGUAGE + len(encode_basestring(line.language))
     if line.level is not None:
-        cost += _member("level", 1)
+        cost += _LEVEL
     link = line.link
     if link is not None:
-        link_cost = _link_cost(link)
-        cost += _member("link", link_cost) + link_cost + _SEPARATOR
+        url = len(encode_basestring(link.url))
+        label = _string(link.text)
+        cost += _IN_LINE + 2 * (_LINK + url + label)
         if link.text and link.text[:1].isdigit():
             # {"date": "YYYY-MM-DD", "title": <at most the label>, "url": ...}
-            cost += 2 + _member("date", 12) + _member("title", _string(link.text))
-            cost += _member("url", _string(link.url)) + _SEPARATOR
+            cost += _ENTRY + label + url
     return cost
 
 
@@ -144,33 +161,24 @@ def cut_items(items: Sequence[MenuItem], offset: int, most: int, limit: int) -> 
     return end
 
 
-def cut_lines(lines: Sequence[GemtextLine], limit: int) -> int:
-    """How many of C{lines}, from the first, cost at most C{limit} together (maybe none)."""
-    spent = 0
-    for index, line in enumerate(lines):
+def fitting_lines(
+    lines: Iterable[tuple[GemtextLine, int]], limit: int
+) -> tuple[list[GemtextLine], int] | None:
+    """
+    The first of C{lines} (each with where the line after it starts, as
+    L{gophergem.wire.gemtext.gemtext_lines} gives them) that cost at most
+    C{limit} together, and where the line after the last of them starts;
+    C{None} when not even the first fits.  Lines are taken only up to the
+    first that does not fit, so a lazy parse stops there.
+    """
+    kept: list[GemtextLine] = []
+    spent = end = 0
+    for line, stop in lines:
         spent += line_cost(line)
         if spent > limit:
-            return index
-    return len(lines)
-
-
-def lines_that_may_fit(chunk: str, limit: int) -> str:
-    """
-    The start of C{chunk} (whole lines) beyond which no line can fit
-    C{limit}, by the least each line costs: what is worth parsing.
-    """
-    spent = 0
-    position = 0
-    size = len(chunk)
-    while position < size:
-        newline = chunk.find("\n", position)
-        stop = size if newline < 0 else newline + 1
-        spent += _LEAST_LINE + (stop - position)
-        if chunk.startswith("=>", position):
-            # Its target and label come back twice more (in the line's link
-            # and in links), less the marker and the space between them.
-            spent += _LEAST_LINK + max(0, stop - position - 4)
-        if spent > limit and position > 0:
-            return chunk[:position]
-        position = stop
-    return chunk
+            if not kept:
+                return None
+            break
+        kept.append(line)
+        end = stop
+    return kept, end

@@ -45,6 +45,7 @@ from gophergem.wire.robots import MAX_ROBOTS_BYTES
 
 __all__ = [
     "OFFLOAD_BYTES",
+    "PLAIN_OFFLOAD_BYTES",
     "SMALL_WEIGHT",
     "WINDOW_WEIGHT",
     "Deadline",
@@ -71,6 +72,20 @@ T = TypeVar("T")
 #: reactor has threads): 1 MiB of tiny menu lines takes about a second to
 #: parse, which would stall every other session for as long.
 OFFLOAD_BYTES = 64 * 1024
+
+
+#: A body of plain ASCII text (L{gophergem.wire.text.is_plain_ascii}) at
+#: least this large is decoded off the reactor thread; a smaller one is
+#: decoded right here.  Decoding it is linear work done in C (about 5 ms per
+#: MiB: line ends, dot-stuffing, sanitising), far from the second a 1 MiB
+#: menu takes to parse, and a body decoded in a pool thread leaves that
+#: thread's malloc arena holding the freed raw and intermediate copies: 50
+#: texts of 1 MiB fetched at once peaked at about 1.46 times their size
+#: decoded in threads, 1.18 times decoded on the reactor
+#: (bench/bench_gopher.py).  Other text (8-bit charsets to guess, control
+#: characters to drop) costs up to 150 ms per MiB, and goes at
+#: L{OFFLOAD_BYTES}.
+PLAIN_OFFLOAD_BYTES = 4 * 1024 * 1024
 
 
 #: The cache weight of a download that keeps no body (a described binary
@@ -159,9 +174,17 @@ def offloader(reactor: object) -> Offload:
     return in_thread
 
 
-async def parse_off_reactor(offload: Offload, size: int, work: Callable[[], T]) -> T:
-    """Run C{work} through C{offload} when C{size} is large, else right here."""
-    if size < OFFLOAD_BYTES:
+async def parse_off_reactor(
+    offload: Offload, size: int, work: Callable[[], T], *, plain: bool = False
+) -> T:
+    """
+    Run C{work} through C{offload} when C{size} is large, else right here.
+
+    @param plain: C{work} only decodes a body of plain ASCII text (linear
+        work in C): it goes at L{PLAIN_OFFLOAD_BYTES}, not at
+        L{OFFLOAD_BYTES}.
+    """
+    if size < (PLAIN_OFFLOAD_BYTES if plain else OFFLOAD_BYTES):
         return work()
     return await offload(work)
 
@@ -199,6 +222,10 @@ async def within_deadline(
     """
     mark = deadline if deadline is not None else Deadline()
     attempt = Deferred.fromCoroutine(work)
+    if attempt.called:
+        # Done without waiting for anything (a cache hit): the clock cannot
+        # have moved, so no deadline can have passed, and no timer is needed.
+        return await attempt
 
     def expire() -> None:
         mark.passed = True

@@ -51,7 +51,7 @@ from gophergem.errors import (
     TemporaryError,
     TLSError,
 )
-from gophergem.fetcher._budget import cut_lines, cut_text, lines_that_may_fit
+from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
     SMALL_WEIGHT,
     WINDOW_WEIGHT,
@@ -91,9 +91,9 @@ from gophergem.trust.decision import PresentedCertificate
 from gophergem.trust.tofu import TLSFacts, TrustOnFirstUse
 from gophergem.url import GeminiURL, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
-from gophergem.wire.gemtext import GemtextDocument, feed_entry, parse_gemtext, window_text
+from gophergem.wire.gemtext import GemtextDocument, feed_entry, gemtext_lines, window_text
 from gophergem.wire.robots import gemini_robot_paths
-from gophergem.wire.text import decode_body, sanitise, sanitise_line
+from gophergem.wire.text import decode_body, is_plain_ascii, sanitise, sanitise_line
 
 __all__ = ["GeminiDownload", "GeminiPipeline"]
 
@@ -634,7 +634,10 @@ class GeminiPipeline:
         size = len(response.body)  # before the body is decoded (and cleared)
         if mime.type == "text" or mime.essence in TEXT_LIKE_TYPES:
             text, charset, decoding, toggles = await parse_off_reactor(
-                self.offload, len(response.body), lambda: _decode_body(response, mime)
+                self.offload,
+                len(response.body),
+                lambda: _decode_body(response, mime),
+                plain=is_plain_ascii(response.body),  # gemtext is parsed per window, later
             )
         response.body.clear()  # a binary body is described, never kept
         return GeminiDownload(
@@ -782,45 +785,34 @@ class GeminiPipeline:
         """
         The whole lines at the start of C{chunk} whose parsed form fits
         C{limit}, and their parsed document; C{(chunk, None)} when not even
-        the first line fits.
+        the first line fits.  Lines are parsed one at a time, up to the
+        first that does not fit: each line of a page is parsed about once
+        however it is walked.
         """
-        candidate = lines_that_may_fit(chunk, limit)
-        document = self._parse_window(url, text, offset, candidate, toggles)
-        fit = cut_lines(document.lines, limit)
-        if fit == len(document.lines):
-            return candidate, document
-        if fit == 0:
+        base = url.without_query()  # links must not carry a (possibly secret) query
+        preformatted = _preformatted(text, offset, toggles)
+        fit = fitting_lines(gemtext_lines(chunk, base, preformatted=preformatted), limit)
+        if fit is None:
             return chunk, None
-        position = 0
-        for _ in range(fit):
-            position = candidate.index("\n", position) + 1
-        lines = document.lines[:fit]
+        lines, end = fit
         links = tuple(line.link for line in lines if line.link is not None)
         entries = (feed_entry(link) for link in links)
         # As parse_gemtext orders them: newest first, page order within a day.
         dated = sorted((e for e in entries if e is not None), key=lambda e: e.date, reverse=True)
-        return candidate[:position], attrs.evolve(
-            document, lines=lines, links=links, feed_entries=tuple(dated)
-        )
+        return chunk[:end], GemtextDocument(tuple(lines), links, tuple(dated))
 
-    @staticmethod
-    def _parse_window(
-        url: GeminiURL, text: str, offset: int, chunk: str, toggles: Sequence[int] | None
-    ) -> GemtextDocument:
-        """
-        Parse one window, carrying the preformatted state from before it.
 
-        @param toggles: Where C{text}'s toggle lines start (found by
-            bisection, so walking a long page stays linear in its size), or
-            C{None} to count them in place (a scrubbed body, never cached).
-        """
-        base = url.without_query()  # links must not carry a (possibly secret) query
-        # The toggle lines before the window (it starts at a line start).
-        if toggles is None:
-            before = text.count("\n```", 0, offset) + (offset > 0 and text.startswith("```"))
-        else:
-            before = bisect_left(toggles, offset)
-        if before % 2:
-            document = parse_gemtext("```\n" + chunk, base)
-            return attrs.evolve(document, lines=document.lines[1:])
-        return parse_gemtext(chunk, base)
+def _preformatted(text: str, offset: int, toggles: Sequence[int] | None) -> bool:
+    """
+    Whether the line of C{text} starting at C{offset} is inside a
+    preformatted block.
+
+    @param toggles: Where C{text}'s toggle lines start (found by bisection,
+        so walking a long page stays linear in its size), or C{None} to
+        count them in place (a scrubbed body, never cached).
+    """
+    if toggles is None:
+        before = text.count("\n```", 0, offset) + (offset > 0 and text.startswith("```"))
+    else:
+        before = bisect_left(toggles, offset)
+    return before % 2 == 1

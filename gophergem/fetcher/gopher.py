@@ -55,6 +55,7 @@ from gophergem.results import (
 from gophergem.url import GopherURL, safe_echo
 from gophergem.wire import gopher as wire
 from gophergem.wire.robots import gopher_robot_paths
+from gophergem.wire.text import is_plain_ascii
 
 __all__ = ["GopherDownload", "GopherPipeline"]
 
@@ -251,7 +252,10 @@ class GopherPipeline:
                 temporary=True,
             )
         download = await parse_off_reactor(
-            self.offload, len(raw.data), lambda: _parse(url, kind, raw, started)
+            self.offload,
+            len(raw.data),
+            lambda: _parse(url, kind, raw, started),
+            plain=kind is wire.Category.TEXT and is_plain_ascii(raw.data),
         )
         download = download.with_memo(self.config.max_rendered_chars, self.config.max_menu_items)
         steps.store(cache, key, download)

@@ -3,7 +3,9 @@
 Gemtext (C{text/gemini}), parsed without I/O.
 
   - L{parse_gemtext} turns a decoded page into lines, its links (resolved
-    against the page's URL) and, for a gemlog, its dated posts.
+    against the page's URL) and, for a gemlog, its dated posts;
+    L{gemtext_lines} gives the same lines one at a time, for a reader that
+    stops when it has enough (a window).
   - L{window_text} cuts a page into windows that end on whole lines, so that
     a model can read a long page piece by piece.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Iterator
 
 import attrs
 
@@ -32,6 +35,7 @@ __all__ = [
     "Link",
     "TextWindow",
     "feed_entry",
+    "gemtext_lines",
     "parse_gemtext",
     "window_text",
 ]
@@ -151,27 +155,10 @@ def parse_gemtext(text: str, base: GeminiURL) -> GemtextDocument:
     @param text: The page, already decoded.
     @param base: The page's own URL, against which links are resolved.
     """
-    text = text.removeprefix("\ufeff")
-    raw_lines = text.split("\n")
-    if raw_lines[-1] == "":
-        raw_lines.pop()
     lines: list[GemtextLine] = []
     links: list[Link] = []
     entries: list[FeedEntry] = []
-    preformat = False
-    for raw in raw_lines:
-        raw = raw.removesuffix("\r")
-        if raw.startswith("```"):
-            if preformat:
-                lines.append(GemtextLine("preformat", sanitise_line(raw)))
-            else:
-                lines.append(_toggle(raw))
-            preformat = not preformat
-            continue
-        if preformat:
-            lines.append(GemtextLine("preformat", sanitise(raw)))
-            continue
-        line = _classify(raw, base)
+    for line, _ in gemtext_lines(text, base):
         lines.append(line)
         if line.link is not None:
             links.append(line.link)
@@ -182,23 +169,63 @@ def parse_gemtext(text: str, base: GeminiURL) -> GemtextDocument:
     return GemtextDocument(tuple(lines), tuple(links), tuple(entries))
 
 
+def gemtext_lines(
+    text: str, base: GeminiURL, *, preformatted: bool = False
+) -> Iterator[tuple[GemtextLine, int]]:
+    """
+    The lines of a decoded gemtext page, parsed one at a time as they are
+    asked for, each with where the line after it starts in C{text}.  Never
+    raises.  L{parse_gemtext} is these lines, with the links and dated
+    posts gathered.
+
+    @param base: The page's own URL, against which links are resolved.
+    @param preformatted: Whether C{text} starts inside a preformatted block
+        (a window of a page that opened one earlier).  A byte order mark is
+        skipped only at the start of a page, never inside a block.
+    """
+    position = 0
+    if not preformatted and text.startswith("\ufeff"):
+        text, position = text[1:], 1
+    raw_lines = text.split("\n")
+    if raw_lines[-1] == "":
+        raw_lines.pop()
+    size = position + len(text)
+    for raw in raw_lines:
+        position += len(raw) + 1
+        stop = position if position <= size else size  # the last line may lack its \n
+        raw = raw.removesuffix("\r")
+        if raw.startswith("```"):
+            if preformatted:
+                yield GemtextLine("preformat", sanitise_line(raw)), stop
+            else:
+                yield _toggle(raw), stop
+            preformatted = not preformatted
+        elif preformatted:
+            yield GemtextLine("preformat", sanitise(raw)), stop
+        else:
+            yield _classify(raw, base), stop
+
+
 def _classify(raw: str, base: GeminiURL) -> GemtextLine:
     content = sanitise_line(raw)
-    if raw.startswith("=>"):
-        link = _link(raw[2:], base)
-        if link is not None:
-            return GemtextLine("link", content, link=link)
-        return GemtextLine("text", content)
-    for level, marker in ((3, "###"), (2, "##"), (1, "#")):
-        if raw.startswith(marker):
-            return GemtextLine(
-                f"heading{level}", content, text=_after(raw, len(marker)), level=level
-            )
-    if raw.startswith(("* ", "*\t")):
-        return GemtextLine("list", content, text=_after(raw, 1))
-    if raw.startswith(">"):
+    first = raw[:1]  # the line's type is in its first characters: look once
+    if first == "=":
+        if raw.startswith("=>"):
+            link = _link(raw[2:], base)
+            if link is not None:
+                return GemtextLine("link", content, link=link)
+    elif first == "#":
+        level = 3 if raw.startswith("###") else 2 if raw.startswith("##") else 1
+        return GemtextLine(_HEADINGS[level], content, text=_after(raw, level), level=level)
+    elif first == "*":
+        if raw.startswith(("* ", "*\t")):
+            return GemtextLine("list", content, text=_after(raw, 1))
+    elif first == ">":
         return GemtextLine("quote", content, text=_after(raw, 1))
     return GemtextLine("text", content)
+
+
+_HEADINGS = {1: "heading1", 2: "heading2", 3: "heading3"}
 
 
 def _after(raw: str, marker_length: int) -> str:

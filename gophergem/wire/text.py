@@ -24,7 +24,15 @@ import unicodedata
 
 import attrs
 
-__all__ = ["DECODINGS", "DecodedText", "decode_body", "decode_text", "sanitise", "sanitise_line"]
+__all__ = [
+    "DECODINGS",
+    "DecodedText",
+    "decode_body",
+    "decode_text",
+    "is_plain_ascii",
+    "sanitise",
+    "sanitise_line",
+]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -83,6 +91,20 @@ _BOM_DEFAULT = {
 # letters there.  These are the Windows-1252 ones that show up in prose.
 _CP1252_PROSE = frozenset(b"\x80\x85\x91\x92\x93\x94\x96\x97\x99")
 _ASCII_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+#: Plain ASCII text: printable characters, tabs and line ends.
+_PLAIN_BYTES = re.compile(rb"[\t\n\r\x20-\x7e]*")
+
+
+def is_plain_ascii(data: bytes | bytearray) -> bool:
+    """
+    Whether C{data} is plain ASCII text (printable characters, tabs and
+    line ends only): a body that decodes and sanitises in linear time, in
+    C, with nothing to guess and nothing to drop.  About a millisecond per
+    MiB, and no copy.
+    """
+    return _PLAIN_BYTES.fullmatch(data) is not None
 
 
 def decode_text(
