@@ -11,6 +11,8 @@ The C{gophergem} console script.
     same interlocks, for the person at the terminal;
   - C{gophergem feeds list|updates|subscribe|unsubscribe|import|export}:
     the subscriptions of the feed tools, through the same follower;
+  - C{gophergem token add|remove|list}: the bearer tokens of the HTTP
+    endpoint's token file (C{GOPHERGEM_AUTH_TOKENS_FILE});
   - C{gophergem --version}.
 
 Every setting can come from its environment variable or from the option of
@@ -221,7 +223,39 @@ def _parser() -> argparse.ArgumentParser:
             if sub is not import_:
                 sub.add_argument("--json", action="store_true", help="Print JSON.")
     _feeds_parser(commands, command)
+    _token_parser(commands, command)
     return parser
+
+
+def _token_parser(commands: Any, command: Any) -> None:
+    """The C{gophergem token …} commands."""
+    token = command(
+        commands,
+        "token",
+        "ACTION ...",
+        "Manage the bearer tokens of the HTTP endpoint (GOPHERGEM_AUTH_TOKENS_FILE).",
+    )
+    actions = token.add_subparsers(
+        dest="token_command", metavar="ACTION", required=True, prog="gophergem token"
+    )
+    add = command(
+        actions,
+        "add",
+        "[settings] NAME",
+        "Make a new token for NAME and print it once; a name that has one gets a new one.",
+        "Make a new 256-bit token for NAME and print it on standard output, once: only its "
+        "SHA-256 is stored. A NAME that has a token gets a new one and the old one stops "
+        "working (rotation).",
+    )
+    remove = command(
+        actions,
+        "remove",
+        "[settings] NAME",
+        "Remove NAME's token (exit status 1 if it has none).",
+    )
+    for parser_ in (add, remove):
+        parser_.add_argument("name", metavar="NAME", help="1-64 of A-Z a-z 0-9 . _ @ -")
+    command(actions, "list", "[settings]", "List the names and when their tokens were made.")
 
 
 def _feeds_parser(commands: Any, command: Any) -> None:
@@ -366,6 +400,8 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         return _identity(config, args, environ)
     if args.command == "feeds":
         return _feeds(config, args, environ)
+    if args.command == "token":
+        return _token(config, args)
     assert early is not None
     return _serve_stdio(config, *early)
 
@@ -671,6 +707,53 @@ def _trust(config: Config, args: argparse.Namespace, environ: Mapping[str, str])
     except GophergemError as error:
         return _refused(error, args)
     return _show(args, ops.pin_update(action, pin), [said])
+
+
+def _token(config: Config, args: argparse.Namespace) -> int:
+    """C{gophergem token add|remove|list}: the token file of the HTTP endpoint."""
+    from gophergem.auth import tokens
+
+    path = config.auth_tokens_file
+    if path is None:
+        return _fail(
+            f"token {args.token_command}: set GOPHERGEM_AUTH_TOKENS_FILE "
+            "(or --gophergem-auth-tokens-file) to the token file."
+        )
+    action = args.token_command
+    try:
+        if action == "list":
+            listed = tokens.list_tokens(path)
+            for name, created in listed:
+                print(f"{name}  created {_utc(created)}")
+            if not listed:
+                print("No tokens.")
+            return 0
+        if action == "remove":
+            if not tokens.remove_token(path, args.name):
+                return _fail(f"token remove: {args.name!r} has no token.", 1)
+            print(f"Removed the token of {args.name}.")
+            return 0
+        issued = tokens.issue_token(path, args.name)
+    except InvalidRequest as error:
+        return _fail(f"token {action}: {error.message}")
+    except GophergemError as error:
+        return _fail(f"token {action}: {error.code}: {error.message}", 1)
+    print(issued.token)
+    sys.stdout.flush()
+    note = (
+        f"Replaced the token of {issued.name}: the old one no longer works."
+        if issued.replaced
+        else f"Made a token for {issued.name}."
+    )
+    print(f"{note} It is shown only this once; only its hash is kept.", file=sys.stderr)
+    return 0
+
+
+def _utc(seconds: float) -> str:
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    except (OverflowError, OSError, ValueError):  # a hand-edited time out of range
+        return f"{seconds:g} (seconds since 1970)"
 
 
 def _where(host: str, port: int) -> str:

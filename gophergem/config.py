@@ -172,6 +172,31 @@ def _path(text: str) -> str:
     return text
 
 
+def _public_url(text: str) -> str:
+    """
+    An absolute C{http://} or C{https://} URL with a host and no query or
+    fragment: the address clients use for the MCP endpoint.  A trailing
+    C{/} is dropped (the canonical form RFC 8707 resource indicators use).
+    """
+    from urllib.parse import urlsplit
+
+    stripped = text.strip()
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in stripped):
+        raise ValueError("must not contain spaces or control characters")
+    try:
+        parts = urlsplit(stripped)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ValueError("is not a URL") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an http:// or https:// URL with a host")
+    if parts.query or parts.fragment or "?" in stripped or "#" in stripped:
+        raise ValueError("must have no query or fragment")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not name a user or password")
+    return stripped.rstrip("/")
+
+
 def _log_level(text: str) -> str:
     level = text.strip().upper()
     if level == "WARNING":
@@ -320,6 +345,20 @@ SETTINGS: tuple[Setting, ...] = (
         "0 = never. Never in stdio mode.",
     ),
     Setting(
+        "gophergem",
+        "auth_tokens_file",
+        _path,
+        "HTTP: require a bearer token from this token file (gophergem token add NAME); "
+        "unset: no authentication.",
+    ),
+    Setting(
+        "gophergem",
+        "public_url",
+        _public_url,
+        "HTTP: the MCP endpoint's URL as clients reach it (https://host/mcp); needed with "
+        "authentication beyond loopback.",
+    ),
+    Setting(
         "gemini",
         "search_engines",
         _engines("gemini"),
@@ -398,6 +437,10 @@ class Config:
     feeds_storage_path: str | None = None
     feeds_check_interval_seconds: int | None = None
     """Seconds between the daemon's checks of every subscription; C{None}: the default (an hour)."""
+    auth_tokens_file: str | None = None
+    """The token file of the HTTP endpoint; C{None}: no authentication."""
+    public_url: str | None = None
+    """The MCP endpoint's public URL; C{None}: derived from a loopback bind."""
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

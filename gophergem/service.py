@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import signal
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -41,16 +42,19 @@ if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from mcp.server.transport_security import TransportSecuritySettings
 
     from gophergem.feeds.follow import Follower
+    from gophergem.mcp.auth import TokenFileVerifier
     from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
     "FeedCheckService",
     "HTTPListenService",
     "ListenError",
+    "TokenReloadService",
     "build_site",
     "endpoint_security",
     "install_asyncio_reactor",
     "makeService",
+    "public_url",
     "reserve_stdout",
     "with_backlog",
 ]
@@ -349,6 +353,59 @@ def _page_host(endpoint: str) -> str | None:
     return f"[{interface}]" if ":" in interface else interface
 
 
+def public_url(endpoint: str, config: Config) -> str:
+    """
+    The MCP endpoint's URL as clients reach it: C{GOPHERGEM_PUBLIC_URL}
+    when set, else C{http://<host>:<port>/mcp} for a loopback TCP endpoint
+    on a fixed port.
+
+    @raise ValueError: With one line saying what to set, when it is not set
+        and the endpoint is not such a loopback one.
+    """
+    if config.public_url is not None:
+        return config.public_url
+    host = _page_host(endpoint)
+    _, port = _bind_facts(endpoint)
+    if host is None or port is None:
+        raise ValueError(
+            f"{endpoint} is not a loopback TCP endpoint on a fixed port: set "
+            "GOPHERGEM_PUBLIC_URL (--gophergem-public-url) to the URL clients use for /mcp "
+            "(https://mcp.example.org/mcp) when GOPHERGEM_AUTH_TOKENS_FILE is set."
+        )
+    return f"http://{host}:{port}/mcp"
+
+
+class TokenReloadService(Service):
+    """
+    Reads the token file at start-up, and again on C{SIGHUP} while running
+    (it also reloads by itself when the file changes).  The previous
+    C{SIGHUP} handler comes back when the service stops.
+
+    @ivar verifier: The HTTP endpoint's token verifier.
+    """
+
+    def __init__(self, verifier: TokenFileVerifier, reactor: Any) -> None:
+        self.verifier = verifier
+        self.reactor = reactor
+        self._previous: Any = None
+
+    def startService(self) -> None:
+        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self.verifier.reload()
+        if hasattr(signal, "SIGHUP"):
+            self._previous = signal.signal(signal.SIGHUP, self._hangup)
+
+    def stopService(self) -> None:
+        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if hasattr(signal, "SIGHUP") and self._previous is not None:
+            signal.signal(signal.SIGHUP, self._previous)
+            self._previous = None
+
+    def _hangup(self, signum: int, frame: Any) -> None:
+        Logger().info("SIGHUP: reloading the token file")
+        self.reactor.callFromThread(self.verifier.reload)
+
+
 def build_site(
     server: MCPServer[Any],
     config: Config,
@@ -356,6 +413,7 @@ def build_site(
     *,
     security: TransportSecuritySettings | None = None,
     secret_pages: Any = None,
+    token_verifier: TokenFileVerifier | None = None,
 ) -> tuple[BoundedSite, ASGIResource]:
     """
     The web site of the HTTP transport, and its MCP resource.
@@ -367,24 +425,44 @@ def build_site(
     configuration bounds sessions and the time to send request headers.
     With C{secret_pages} (a L{gophergem.mcp.secret_page.SecretPages}), the
     one-time pages for a capsule's secret input are served under
-    C{/input/}, and no request there is logged.
+    C{/input/}, and no request there is logged.  With a C{token_verifier}
+    (and C{server} built with the matching auth settings), C{/mcp} needs a
+    bearer token and the site serves the endpoint's Protected Resource
+    Metadata; C{/health} and the discovery documents stay open.
     """
     from gophergem.mcp.discovery import Directory, add_discovery
     from gophergem.mcp.web import BoundedSite, mcp_resource, transport_security
 
     if security is None:
         security = transport_security()
+    auth = server.settings.auth
+    guard = None
+    if token_verifier is not None:
+        from gophergem.mcp.auth import require_token
+
+        if auth is None:
+            raise ValueError("a token verifier needs a server built with auth settings")
+        verifier = token_verifier
+
+        def guard(app: Any) -> Any:
+            return require_token(app, server, verifier)
+
     resource = mcp_resource(
         server,
         security=security,
         max_sessions=config.http_max_sessions,
         session_idle_seconds=config.http_session_idle_seconds,
+        guard=guard,
     )
     root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
     root.putChild(b"mcp", resource)
     if secret_pages is not None:
         root.putChild(INPUT_PATH.encode(), secret_pages.resource)
     add_discovery(root, server, config, mcp_path="/mcp", security=security)
+    if token_verifier is not None and auth is not None:
+        from gophergem.mcp.auth import mount_metadata
+
+        mount_metadata(root, auth, security)
     site = BoundedSite(
         root,
         header_timeout=config.http_header_timeout_seconds,
@@ -464,14 +542,33 @@ def makeService(
             return f"http://{page_host}:{port.getHost().port}/{INPUT_PATH}/"
 
         secret_input = SiteSecretInput(pages, base)
-    server = build_server(fetcher, config, follower=follower, secret_input=secret_input)
+    verifier = None
+    auth = None
+    if config.auth_tokens_file is not None:
+        from gophergem.mcp.auth import TokenFileVerifier, auth_settings
+
+        resource_url = public_url(endpoint, config)
+        verifier = TokenFileVerifier.from_path(config.auth_tokens_file, resource_url)
+        auth = auth_settings(resource_url)
+    server = build_server(
+        fetcher,
+        config,
+        follower=follower,
+        secret_input=secret_input,
+        token_verifier=verifier,
+        auth=auth,
+    )
     site, resource = build_site(
         server,
         config,
         reactor,
         security=endpoint_security(endpoint, allowed_hosts),
         secret_pages=pages,
+        token_verifier=verifier,
     )
+    if verifier is not None:
+        reload = TokenReloadService(verifier, reactor)
+        reload.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
     # Started in this order, stopped in reverse: the port closes, then the
     # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)
     LifespanService(resource, reactor, config.http_drain_seconds).setServiceParent(top)  # type: ignore[no-untyped-call]

@@ -108,6 +108,13 @@ class Options(usage.Options):
         _ensure_asyncio_reactor()
         if self["transport"] == "http":
             _check_endpoint(self["endpoint"])
+            if self["config"].auth_tokens_file is not None:
+                from gophergem.service import public_url
+
+                try:
+                    public_url(self["endpoint"], self["config"])
+                except ValueError as exc:
+                    raise usage.UsageError(str(exc)) from None
 
 
 def _twistd_options(options: usage.Options) -> Mapping[str, object] | None:

@@ -68,6 +68,13 @@ def test_gemini_defaults(name: str, value: object) -> None:
     assert getattr(Config().gemini, name) == value
 
 
+def test_auth_defaults() -> None:
+    """Authentication is off and the public URL is derived unless set."""
+    config = Config()
+    assert config.auth_tokens_file is None
+    assert config.public_url is None
+
+
 def test_log_defaults() -> None:
     """Logging defaults to INFO on stderr (no log file)."""
     config = Config()
@@ -124,6 +131,22 @@ GOOD = [
         ("gemini", "tofu_storage_path", "/var/lib/gg/pins"),
     ),
     ("GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS", "3600", ("", "feeds_check_interval_seconds", 3600)),
+    (
+        "GOPHERGEM_AUTH_TOKENS_FILE",
+        "/etc/gg/tokens.json",
+        ("", "auth_tokens_file", "/etc/gg/tokens.json"),
+    ),
+    (
+        "GOPHERGEM_PUBLIC_URL",
+        "https://mcp.example.org/mcp",
+        ("", "public_url", "https://mcp.example.org/mcp"),
+    ),
+    (
+        "GOPHERGEM_PUBLIC_URL",
+        " https://mcp.example.org/mcp/ ",
+        ("", "public_url", "https://mcp.example.org/mcp"),
+    ),
+    ("GOPHERGEM_PUBLIC_URL", "http://[::1]:8000/mcp", ("", "public_url", "http://[::1]:8000/mcp")),
     (
         "GEMINI_SEARCH_ENGINES",
         "gemini://127.0.0.1/search, gemini://localhost:1966/s",
@@ -282,6 +305,21 @@ BAD_BY_NAME: dict[str, list[str]] = {
     "http_drain_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
     "feeds_storage_path": _PATH_BAD,
     "feeds_check_interval_seconds": ["abc", "", "-1", "604801", "1.5"],
+    "auth_tokens_file": _PATH_BAD,
+    "public_url": [
+        "",
+        " ",
+        "mcp.example.org/mcp",
+        "ftp://mcp.example.org/mcp",
+        "https://",
+        "https:///mcp",
+        "https://mcp.example.org/mcp?x=1",
+        "https://mcp.example.org/mcp#top",
+        "https://user:secret@mcp.example.org/mcp",
+        "https://mcp.example.org:99999/mcp",
+        "https://mcp example.org/mcp",
+        "https://[::1/mcp",
+    ],
     "search_engines": [
         "",
         ",",

@@ -226,7 +226,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # test_feed_readers_are_pure); the rest of gophergem.feeds keeps state.
     ("feed readers", ("gophergem.feeds.parse", "gophergem.feeds.dates", "gophergem.feeds.opml")),
     ("values", ("gophergem.results", "gophergem.config")),
-    ("policy and stores", ("gophergem.policy", "gophergem.trust", "gophergem.feeds")),
+    (
+        "policy and stores",
+        ("gophergem.policy", "gophergem.trust", "gophergem.feeds", "gophergem.auth"),
+    ),
     ("tls", ("gophergem.tls",)),
     ("client", ("gophergem.client",)),
     ("fetcher", ("gophergem.fetcher",)),

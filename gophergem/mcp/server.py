@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
@@ -145,6 +147,8 @@ def build_server(
     follower: Follower | None = None,
     secret_input: Any = None,
     name: str = "gophergem",
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
 ) -> GophergemServer:
     """
     Build the SDK server with gophergem's tools bound to C{fetcher}.
@@ -155,7 +159,9 @@ def build_server(
     C{gophergem://feeds/updates} resource; with a C{secret_input} (see
     L{gemini_tools.LoopbackSecretInput}), a capsule's sensitive input is
     asked for on a one-time page where the client supports URL-mode
-    elicitation.
+    elicitation; with a C{token_verifier} and its C{auth} settings (both or
+    neither), its HTTP endpoint needs a bearer token (see
+    L{gophergem.mcp.auth}; stdio is unaffected).
     The caller runs the server on the asyncio loop that Twisted's reactor
     also uses.
     """
@@ -169,6 +175,8 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         description="Read Gopherspace and Geminispace safely.",
+        token_verifier=token_verifier,
+        auth=auth,
     )
     gopher_tools.register(server)
     if fetcher.gemini_enabled:

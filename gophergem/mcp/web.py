@@ -933,6 +933,7 @@ def mcp_resource(
     max_body_size: int = MAX_BODY_SIZE,
     max_sessions: int | None = MAX_SESSIONS,
     session_idle_seconds: float | None = SESSION_IDLE_SECONDS,
+    guard: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> ASGIResource:
     """
     The Streamable HTTP endpoint of C{server}, as a resource to mount anywhere.
@@ -947,6 +948,8 @@ def mcp_resource(
     @param session_idle_seconds: How long a session may go without a
         request before it is closed; C{None} to keep it until the client
         ends it.
+    @param guard: Wraps the endpoint's ASGI application, outermost (e.g.
+        L{gophergem.mcp.auth.require_token}'s bearer authentication).
     """
     server.streamable_http_app(
         transport_security=security if security is not None else transport_security(),
@@ -958,4 +961,6 @@ def mcp_resource(
     app: ASGIApp = manager.handle_request
     if max_sessions is not None:
         app = SessionLimit(manager, max_sessions)
+    if guard is not None:
+        app = guard(app)
     return ASGIResource(app, manager.run, max_body_size=max_body_size)

@@ -1,0 +1,8 @@
+# -*- test-case-name: tests.test_auth_tokens -*-
+"""
+Who may use the HTTP endpoint: credentials and the stores that hold them,
+free of MCP (the SDK-facing verifier is L{gophergem.mcp.auth}).
+
+  - L{gophergem.auth.tokens}: the small-team token file (one hashed bearer
+    token per principal) and the C{gophergem token} operations.
+"""

@@ -1,0 +1,115 @@
+"""
+Acceptance test for token-file authentication: C{gophergem serve --transport
+http} on 127.0.0.1 with C{GOPHERGEM_AUTH_TOKENS_FILE}, driven by plain HTTP
+and by the MCP SDK's client with an C{Authorization} header.
+
+Nothing here binds or connects to anything but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gophergem.auth.tokens import add_token
+
+from .conftest import LOOPBACK, run_async
+from .test_http import daemon_env, http_get, running
+
+pytestmark = pytest.mark.integration
+
+
+def serve_argv(port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gophergem",
+        "serve",
+        "--transport",
+        "http",
+        "--endpoint",
+        f"tcp:{port}:interface={LOOPBACK}",
+    ]
+
+
+def post_mcp(port: int, headers: dict[str, str]) -> http.client.HTTPResponse:
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    try:
+        connection.request(
+            "POST",
+            "/mcp",
+            body=body,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **headers,
+            },
+        )
+        response = connection.getresponse()
+        response.read()
+        return response
+    finally:
+        connection.close()
+
+
+def test_token_file_authentication(tmp_path: Path) -> None:
+    """
+    Without a token or with a wrong one /mcp answers 401 with the challenge;
+    with the right one the SDK client lists the tools; /health and the
+    metadata are open; a token added while running works at once; the
+    daemon's output never shows a token.
+    """
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    tokens = tmp_path / "tokens.json"
+    token = add_token(tokens, "alice")
+    env = daemon_env(tmp_path, GOPHERGEM_AUTH_TOKENS_FILE=str(tokens))
+    with running(serve_argv, env) as daemon:
+        assert http_get(daemon.port, "/health").status == 200
+        metadata = http_get(daemon.port, "/.well-known/oauth-protected-resource/mcp")
+        assert metadata.status == 200
+        assert json.loads(metadata.body)["resource"] == daemon.url
+
+        for headers in ({}, {"Authorization": "Bearer not-a-token"}):
+            refused = post_mcp(daemon.port, headers)
+            assert refused.status == 401
+            challenge = refused.getheader("WWW-Authenticate") or ""
+            assert challenge.startswith("Bearer ")
+            assert (
+                f'resource_metadata="http://{LOOPBACK}:{daemon.port}'
+                '/.well-known/oauth-protected-resource/mcp"' in challenge
+            )
+
+        async def listed(bearer: str, mode: str) -> set[str]:
+            client = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+            async with (
+                client,
+                Client(
+                    streamable_http_client(daemon.url, http_client=client), mode=mode
+                ) as session,
+            ):
+                return {t.name for t in (await session.list_tools()).tools}
+
+        for mode in ("legacy", "2026-07-28"):
+            names = run_async(lambda mode=mode: listed(token, mode), deadline=60)
+            assert "gopher_fetch" in names
+
+        later = add_token(tokens, "bob")  # picked up on the next request
+        assert "gopher_fetch" in run_async(lambda: listed(later, "legacy"), deadline=60)
+
+        time.sleep(0.5)  # the access log lines of the last requests
+        output = daemon.output()
+        assert "POST /mcp" in output
+        assert token not in output
+        assert later not in output
+        assert daemon.stop() in (0, -signal.SIGTERM), daemon.output()
+        assert "Traceback" not in daemon.output()

@@ -1,0 +1,264 @@
+"""
+Tests for L{gophergem.mcp.auth}: the token-file verifier, the SDK's bearer
+authentication around the endpoint's ASGI app, the Protected Resource
+Metadata, and the site's wiring of them (L{gophergem.service.build_site}).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver import MCPServer
+from twisted.internet.testing import MemoryReactorClock
+from twisted.logger import capturedLogs, formatEvent
+
+from gophergem import service
+from gophergem.auth.tokens import TokenFile, add_token
+from gophergem.config import Config
+from gophergem.fetcher import Fetcher
+from gophergem.mcp.auth import (
+    ProtectedResourceMetadataResource,
+    TokenFileVerifier,
+    auth_settings,
+    metadata_path,
+    require_token,
+)
+from gophergem.mcp.server import build_server
+from tests.web_helpers import Wire, request_bytes, run, until
+
+URL = "http://127.0.0.1:8000/mcp"
+OFFLINE = Config()
+
+
+@pytest.fixture
+def tokens_path(tmp_path: Path) -> Path:
+    return tmp_path / "tokens.json"
+
+
+# --- the verifier ----------------------------------------------------------------------------
+
+
+def test_verifier_gives_the_principal(tokens_path: Path) -> None:
+    """A known token is an access token of its principal, for the configured resource."""
+    token = add_token(tokens_path, "alice")
+    verifier = TokenFileVerifier.from_path(str(tokens_path), URL)
+    access = asyncio.run(verifier.verify_token(token))
+    assert access is not None
+    assert (access.client_id, access.subject, access.resource) == ("alice", "alice", URL)
+    assert (access.scopes, access.expires_at, access.token) == ([], None, token)
+    assert asyncio.run(verifier.verify_token(token + "x")) is None
+
+
+class Exploding(TokenFile):
+    def principal_for(self, token: str) -> str | None:
+        raise RuntimeError("boom")
+
+
+def test_verifier_never_raises() -> None:
+    """Whatever goes wrong inside, the token is refused, not a 500."""
+    verifier = TokenFileVerifier(Exploding("/nonexistent"), URL)
+    with capturedLogs() as events:
+        assert asyncio.run(verifier.verify_token("whatever-token")) is None
+    assert not any("whatever-token" in formatEvent(e) for e in events)
+
+
+@pytest.fixture(scope="module")
+def shared_verifier(tmp_path_factory: pytest.TempPathFactory) -> TokenFileVerifier:
+    path = tmp_path_factory.mktemp("tokens") / "tokens.json"
+    add_token(path, "alice")
+    return TokenFileVerifier.from_path(str(path), URL)
+
+
+@settings(max_examples=300, deadline=None)
+@given(token=st.text(max_size=200))
+def test_verifier_any_token(shared_verifier: TokenFileVerifier, token: str) -> None:
+    """Any presented string gives None (or the principal), never an exception."""
+    assert asyncio.run(shared_verifier.verify_token(token)) is None
+
+
+# --- the SDK's bearer authentication ---------------------------------------------------------
+
+
+async def asgi_call(app: Any, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[str, str]]:
+    """One POST /mcp through C{app}; the status and headers of its answer."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "headers": headers,
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 40000),
+        "root_path": "",
+    }
+    await app(scope, receive, send)
+    start = sent[0]
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}
+
+
+def guarded(tokens_path: Path) -> tuple[Any, list[Any]]:
+    """An app behind require_token that records the access token it saw."""
+    seen: list[Any] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(get_access_token())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    verifier = TokenFileVerifier.from_path(str(tokens_path), URL)
+    server: MCPServer[Any] = MCPServer("t", token_verifier=verifier, auth=auth_settings(URL))
+    return require_token(inner, server, verifier), seen
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],
+        [(b"authorization", b"Bearer wrong")],
+        [(b"authorization", b"Basic YTpi")],
+        [(b"authorization", b"Bearer ")],
+    ],
+    ids=["none", "wrong", "basic", "empty"],
+)
+def test_refused_without_a_good_token(tokens_path: Path, headers: Any) -> None:
+    """No, a wrong or a non-bearer credential gets 401 and the challenge naming the metadata."""
+    add_token(tokens_path, "alice")
+    app, seen = guarded(tokens_path)
+    status, answer = asyncio.run(asgi_call(app, headers))
+    assert status == 401
+    assert answer["www-authenticate"].startswith("Bearer ")
+    assert (
+        'resource_metadata="http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"'
+        in answer["www-authenticate"]
+    )
+    assert seen == []
+
+
+def test_a_good_token_reaches_the_app(tokens_path: Path) -> None:
+    """A valid token passes, and the handler sees its principal through get_access_token()."""
+    token = add_token(tokens_path, "alice")
+    app, seen = guarded(tokens_path)
+    status, _ = asyncio.run(asgi_call(app, [(b"authorization", f"Bearer {token}".encode())]))
+    assert status == 200
+    assert seen[0].client_id == "alice"
+
+
+def test_require_token_needs_auth_settings() -> None:
+    """An endpoint without auth settings cannot be guarded by mistake."""
+    with pytest.raises(ValueError):
+        require_token(lambda *a: None, MCPServer("t"), object())  # type: ignore[arg-type,return-value]
+
+
+# --- the metadata ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        (URL, "/.well-known/oauth-protected-resource/mcp"),
+        ("https://mcp.example.org/team/mcp", "/.well-known/oauth-protected-resource/team/mcp"),
+        ("https://mcp.example.org", "/.well-known/oauth-protected-resource"),
+    ],
+)
+def test_metadata_path(url: str, path: str) -> None:
+    """The metadata sits at /.well-known/oauth-protected-resource plus the resource's path."""
+    assert metadata_path(url) == path
+
+
+def test_metadata_document() -> None:
+    """The document names the resource, itself as authorization server, and header bearer."""
+    resource = ProtectedResourceMetadataResource(auth_settings("https://mcp.example.org/mcp"))
+    assert json.loads(resource.body) == {
+        "resource": "https://mcp.example.org/mcp",
+        "authorization_servers": ["https://mcp.example.org/mcp"],
+        "bearer_methods_supported": ["header"],
+    }
+
+
+# --- the site ------------------------------------------------------------------------------------
+
+
+def site_with_auth(tokens_path: Path) -> Any:
+    verifier = TokenFileVerifier.from_path(str(tokens_path), URL)
+    server = build_server(
+        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
+        OFFLINE,
+        token_verifier=verifier,
+        auth=auth_settings(URL),
+    )
+    site, _ = service.build_site(
+        server,
+        OFFLINE,
+        MemoryReactorClock(),
+        security=service.endpoint_security("tcp:8000:interface=127.0.0.1"),
+        token_verifier=verifier,
+    )
+    return site
+
+
+def exchange(site: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    async def body() -> tuple[int, dict[str, str], bytes]:
+        wire = Wire(site)
+        wire.send(raw)
+        await until(lambda: b"\r\n\r\n" in wire.value())
+        status, headers = wire.head()
+        return status, headers, wire.body()
+
+    return run(body)
+
+
+def test_site_serves_the_metadata_and_health(tokens_path: Path) -> None:
+    """The site serves the metadata where clients look, and /health without a token."""
+    site = site_with_auth(tokens_path)
+    status, headers, body = exchange(
+        site, request_bytes("GET", "/.well-known/oauth-protected-resource/mcp")
+    )
+    assert status == 200
+    assert headers["access-control-allow-origin"] == "*"
+    assert json.loads(body)["resource"] == URL
+    assert exchange(site, request_bytes("GET", "/health"))[0] == 200
+
+
+def test_site_without_auth_has_no_metadata() -> None:
+    """Without a token file there is no metadata document."""
+    site, _ = service.build_site(
+        build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
+        OFFLINE,
+        MemoryReactorClock(),
+    )
+    path = "/.well-known/oauth-protected-resource/mcp"
+    assert exchange(site, request_bytes("GET", path))[0] == 404
+
+
+def test_access_log_has_no_token(tokens_path: Path) -> None:
+    """The site's access log records requests but never their Authorization header."""
+    token = add_token(tokens_path, "alice")
+    site = site_with_auth(tokens_path)
+    site.doStart()  # opens the access log
+    with capturedLogs() as events:
+        for path in ("/health", "/.well-known/oauth-protected-resource/mcp", "/mcp"):
+            exchange(
+                site,
+                request_bytes("GET", path, headers={"Authorization": f"Bearer {token}"}),
+            )
+    site.doStop()
+    lines = [formatEvent(e) for e in events]
+    assert any('"GET /health HTTP/1.1" 200' in line for line in lines), lines
+    assert not any(token in line for line in lines)
