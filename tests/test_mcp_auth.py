@@ -88,6 +88,14 @@ def test_verifier_any_token(shared_verifier: TokenFileVerifier, token: str) -> N
 
 async def asgi_call(app: Any, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict[str, str]]:
     """One POST /mcp through C{app}; the status and headers of its answer."""
+    status, answer, _ = await asgi_exchange(app, headers)
+    return status, answer
+
+
+async def asgi_exchange(
+    app: Any, headers: list[tuple[bytes, bytes]]
+) -> tuple[int, dict[str, str], bytes]:
+    """One POST /mcp through C{app}; the status, headers and body of its answer."""
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -110,7 +118,8 @@ async def asgi_call(app: Any, headers: list[tuple[bytes, bytes]]) -> tuple[int, 
     }
     await app(scope, receive, send)
     start = sent[0]
-    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}
+    body = b"".join(m.get("body", b"") for m in sent[1:] if m["type"] == "http.response.body")
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
 
 
 def guarded(tokens_path: Path) -> tuple[Any, list[Any]]:
@@ -149,6 +158,22 @@ def test_refused_without_a_good_token(tokens_path: Path, headers: Any) -> None:
         in answer["www-authenticate"]
     )
     assert seen == []
+    # Only a request that sent credentials is told they were wrong (RFC 6750 3.1).
+    assert ("error=" in answer["www-authenticate"]) == bool(headers)
+
+
+def test_refusals_are_jsonrpc_errors(tokens_path: Path) -> None:
+    """A 401 body is a JSON-RPC error an MCP client can read, sized by content-length."""
+    add_token(tokens_path, "alice")
+    app, _ = guarded(tokens_path)
+    status, answer, body = asyncio.run(asgi_exchange(app, [(b"authorization", b"Bearer no")]))
+    assert status == 401
+    assert answer["content-type"] == "application/json"
+    assert int(answer["content-length"]) == len(body)
+    reply = json.loads(body)
+    assert reply["jsonrpc"] == "2.0" and reply["id"] is None
+    assert reply["error"]["code"] == -32001
+    assert "Bearer" in reply["error"]["message"]
 
 
 def test_a_good_token_reaches_the_app(tokens_path: Path) -> None:

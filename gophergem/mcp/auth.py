@@ -21,6 +21,7 @@ the bridge nor the site's access log records request headers.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -143,7 +144,73 @@ def require_token(app: ASGIApp, server: MCPServer[Any], verifier: Any) -> ASGIAp
         resource_server_url=auth.resource_server_url if auth.validate_token_resource else None,
     )
     wrapped: ASGIApp = AuthenticationMiddleware(AuthContextMiddleware(guarded), backend=backend)
-    return wrapped
+    return jsonrpc_refusals(wrapped)
+
+
+_REFUSALS = {
+    401: (-32001, "Authentication required: send Authorization: Bearer <token>."),
+    403: (-32003, "Forbidden: the token does not allow this."),
+}
+
+
+def _challenge_without_error(value: bytes) -> bytes:
+    """
+    The C{WWW-Authenticate} challenge for a request that sent no credentials:
+    without C{error} and C{error_description} (RFC 6750 section 3.1).
+    """
+    scheme, _, params = value.partition(b" ")
+    kept = [
+        part.strip()
+        for part in params.split(b",")
+        if part.strip() and not part.strip().startswith((b"error=", b"error_description="))
+    ]
+    return scheme + (b" " + b", ".join(kept) if kept else b"")
+
+
+def jsonrpc_refusals(app: ASGIApp) -> ASGIApp:
+    """
+    C{app} with its 401 and 403 answers given a JSON-RPC error body (what an
+    MCP client reads), the challenge header kept; a request that sent no
+    credentials at all gets the challenge without an C{error}.
+    """
+
+    async def refusing(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        sent_credentials = any(name.lower() == b"authorization" for name, _ in scope["headers"])
+        refused: list[int] = []
+
+        async def rewrite(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] in _REFUSALS:
+                status = message["status"]
+                code, text = _REFUSALS[status]
+                body = json.dumps(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}}
+                ).encode()
+                headers = []
+                for name, value in message.get("headers", []):
+                    lowered = name.lower()
+                    if lowered in (b"content-length", b"content-type"):
+                        continue
+                    if lowered == b"www-authenticate" and not sent_credentials:
+                        value = _challenge_without_error(value)
+                    headers.append((name, value))
+                headers += [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ]
+                refused.append(status)
+                await send({**message, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+            if refused:
+                return  # the original body of a refusal: replaced above
+            await send(message)
+
+        await app(scope, receive, rewrite)
+
+    return refusing
 
 
 class ProtectedResourceMetadataResource(Resource):
