@@ -37,7 +37,7 @@ from gophergem.errors import (
     NotSubscribed,
 )
 from gophergem.feeds.parse import Feed, canonical_url, detect_feed
-from gophergem.feeds.store import StoredEntry, Subscription
+from gophergem.feeds.store import StoredEntry, Subscription, parse_since
 from gophergem.interfaces import IFeedStore, IFetcher
 from gophergem.results import (
     BinaryResult,
@@ -249,6 +249,10 @@ class Follower:
             )
         return key
 
+    def unread(self) -> tuple[Update, ...]:
+        """The entries not read yet, as of the last check, newest first (nothing is fetched)."""
+        return tuple(_update(sub, entry) for sub, entry in self.store.unread())
+
     def subscriptions(self) -> list[Subscription]:
         """Every subscription, by URL."""
         return self.store.subscriptions()
@@ -273,6 +277,9 @@ class Follower:
 
     async def _check_all(self, urls: Sequence[str] | None) -> list[FeedError]:
         keys = [s.url for s in self.store.subscriptions()] if urls is None else list(urls)
+        return await self._check_keys(keys)
+
+    async def _check_keys(self, keys: Sequence[str]) -> list[FeedError]:
         checks = [Deferred.fromCoroutine(self._check(key)) for key in keys]
         outcomes = await DeferredList(checks, consumeErrors=True)
         errors = []
@@ -308,9 +315,8 @@ class Follower:
     ) -> Updates:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidRequest(message=f"limit must be a whole number from 1 to {MAX_LIMIT}.")
-        if since is not None:
-            self.store.unread("", since)  # checks since before anything is fetched
-        keys = None
+        parse_since(since)  # a bad one is refused before anything is fetched
+        key = None
         if url is not None:
             key = _canonical(url)
             if self.store.get(key) is None:
@@ -318,17 +324,16 @@ class Follower:
                     message="That URL is not one of the subscriptions.",
                     next_step="Call feed_subscribe first, or feed_list to see them.",
                 )
-            keys = [key]
-        errors = await self._check_all(keys)
-        checked = len(keys) if keys is not None else len(self.store.subscriptions())
-        found = self.store.unread(keys[0] if keys else None, since)
+        keys = [key] if key is not None else [s.url for s in self.store.subscriptions()]
+        errors = await self._check_keys(keys)
+        found = self.store.unread(key, since)
         shown = found[:limit]
         if mark_read and shown:
             self.store.mark_read([(sub.url, entry.url) for sub, entry in shown])
         return Updates(
             entries=tuple(_update(sub, entry) for sub, entry in shown),
             more=len(found) > limit,
-            checked=checked,
+            checked=len(keys),
             errors=tuple(errors),
         )
 

@@ -50,6 +50,7 @@ __all__ = [
     "MemoryFeedStore",
     "StoredEntry",
     "Subscription",
+    "parse_since",
     "parse_time",
 ]
 
@@ -223,7 +224,12 @@ def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _since(since: str | None) -> str | None:
+def parse_since(since: str | None) -> str | None:
+    """
+    A caller's C{since} (ISO 8601 date or time) in the stored form, or C{None}.
+
+    @raise InvalidRequest: When it is not a date or time.
+    """
     if since is None:
         return None
     try:
@@ -500,7 +506,7 @@ class _Operations:
 
         @raise InvalidRequest: When C{since} is not an ISO 8601 date or time.
         """
-        after = _since(since)
+        after = parse_since(since)
         return self._view(lambda document: _unread(document, url, after))
 
     def mark_read(self, items: Iterable[tuple[str, str]]) -> int:

@@ -25,6 +25,7 @@ from gophergem.mcp._tools import LOCAL_READ, add_tool, tool_error, tool_result, 
 from gophergem.mcp.payloads import (
     subscription_payload,
     subscriptions_payload,
+    unread_payload,
     updates_payload,
 )
 
@@ -152,18 +153,7 @@ async def feed_updates(
 
 def unread_text(follower: Follower) -> str:
     """The C{gophergem://feeds/updates} resource: unread entries as JSON (none marked read)."""
-    found = follower.store.unread()
-    entries = [
-        {
-            "feed_url": sub.url,
-            "feed_title": sub.title,
-            "url": entry.url,
-            "title": entry.title,
-            "published": entry.published,
-        }
-        for sub, entry in found
-    ]
-    return json.dumps({"kind": "unread", "entries": entries}, ensure_ascii=False)
+    return json.dumps(unread_payload(follower.unread()), ensure_ascii=False)
 
 
 def register(server: MCPServer[Any], follower: Follower) -> None:

@@ -55,6 +55,7 @@ __all__ = [
     "subscription_payload",
     "subscriptions_payload",
     "tool_error_payload",
+    "unread_payload",
     "updates_payload",
 ]
 
@@ -155,19 +156,25 @@ def updates_payload(updates: Any) -> dict[str, Any]:
     """What is new: C{feed_updates}'s answer (a L{gophergem.feeds.follow.Updates})."""
     return {
         "kind": "feed_updates",
-        "entries": [
-            {
-                "feed_url": entry.feed_url,
-                "feed_title": entry.feed_title,
-                "url": entry.url,
-                "title": entry.title,
-                "published": entry.published,
-            }
-            for entry in updates.entries
-        ],
+        "entries": [_feed_entry(entry) for entry in updates.entries],
         "more": updates.more,
         "checked": updates.checked,
         "errors": [{"feed_url": e.feed_url, "error": e.error.fields()} for e in updates.errors],
+    }
+
+
+def unread_payload(entries: Any) -> dict[str, Any]:
+    """The C{gophergem://feeds/updates} resource: the unread entries (L{Follower.unread})."""
+    return {"kind": "unread", "entries": [_feed_entry(entry) for entry in entries]}
+
+
+def _feed_entry(entry: Any) -> dict[str, Any]:
+    return {
+        "feed_url": entry.feed_url,
+        "feed_title": entry.feed_title,
+        "url": entry.url,
+        "title": entry.title,
+        "published": entry.published,
     }
 
 
