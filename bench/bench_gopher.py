@@ -82,7 +82,14 @@ from servers import (  # noqa: E402
     raw_gemini_fetch,
     raw_gopher_fetch,
 )
-from stdio_raw import SETTLE, Command, alternate_startups, cached_calls, vm_kib  # noqa: E402
+from stdio_raw import (  # noqa: E402
+    SETTLE,
+    Command,
+    alternate_startups,
+    cached_calls,
+    run_footer,
+    vm_kib,
+)
 
 HOSTS = tuple(f"127.0.0.{i}" for i in range(1, 6))
 SMALL_HOST = "127.0.0.6"  # one more loopback address: the small server
@@ -1175,11 +1182,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             raise
     print(table(results))
-    print(
-        f"total {time.perf_counter() - t0:.1f} s; python {sys.version.split()[0]}; "
-        f"{os.cpu_count()} CPUs; 1-min load average {load:.2f} before, "
-        f"{os.getloadavg()[0]:.2f} after"
-    )
+    print(run_footer(t0, load))
     return 0
 
 

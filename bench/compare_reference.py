@@ -63,6 +63,7 @@ from stdio_raw import (  # noqa: E402
     RawStdioSession,
     alternate_startups,
     cached_calls,
+    run_footer,
     vm_kib,
 )
 
@@ -310,11 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"--- tail of the servers' stderr ---\n{f.read()[-3000:]}")
                 return 1
     print(table(results, args))
-    print(
-        f"total {time.perf_counter() - t0:.1f} s; python {sys.version.split()[0]}; "
-        f"{os.cpu_count()} CPUs; 1-min load average {load:.2f} before, "
-        f"{os.getloadavg()[0]:.2f} after"
-    )
+    print(run_footer(t0, load))
     return 0
 
 

@@ -20,6 +20,7 @@ import os
 import select
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any
@@ -266,3 +267,12 @@ def cached_calls(
 
 def median(samples: Sequence[float]) -> float:
     return statistics.median(samples)
+
+
+def run_footer(t0: float, load: float) -> str:
+    """The last line of a benchmark run: how long it took, on what, under what load."""
+    return (
+        f"total {time.perf_counter() - t0:.1f} s; python {sys.version.split()[0]}; "
+        f"{os.cpu_count()} CPUs; 1-min load average {load:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after"
+    )

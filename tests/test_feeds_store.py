@@ -37,6 +37,7 @@ from gophergem.feeds.store import (
 from gophergem.interfaces import IFeedStore
 from gophergem.trust import _storage
 from tests.test_trust_pins import SHORT_WAIT, LogEvents, hold_lock
+from tests.test_trust_processes import go
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -808,12 +809,6 @@ def start(path: Path, name: str, count: int, program: str) -> subprocess.Popen[s
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready"
     return child
-
-
-def go(child: subprocess.Popen[str]) -> None:
-    assert child.stdin is not None
-    child.stdin.write("go\n")
-    child.stdin.flush()
 
 
 def test_two_processes_lose_nothing(tmp_path: Path) -> None:

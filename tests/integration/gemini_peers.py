@@ -221,15 +221,16 @@ def big_page_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_capsule(base: Path) -> Path:
+def make_capsule(base: Path, source: Path = CAPSULE_ROOT) -> Path:
     """
-    Copy the fixture capsule to C{base/capsule}, point every CGI script's
-    shebang at this interpreter (the servers run CGI with a bare environment,
-    so C{/usr/bin/env python3} may find another Python or none), add the
-    generated big page, and make it all world-readable.
+    Copy a fixture capsule (by default C{fixtures/capsule}) to
+    C{base/capsule}, point every CGI script's shebang at this interpreter
+    (the servers run CGI with a bare environment, so C{/usr/bin/env python3}
+    may find another Python or none), add the generated big page, and make
+    it all world-readable.
     """
     root = base / "capsule"
-    shutil.copytree(CAPSULE_ROOT, root, symlinks=False)
+    shutil.copytree(source, root, symlinks=False)
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames:
             Path(dirpath, name).chmod(0o755)
@@ -635,14 +636,16 @@ def jetforce_available() -> bool:
 
 
 @contextlib.contextmanager
-def running_jetforce(certs: GeminiCerts) -> Iterator[Jetforce]:
-    """Jetforce (a subprocess) serving a fresh capsule copy on 127.0.0.1."""
+def running_jetforce(
+    certs: GeminiCerts, source: Path = CAPSULE_ROOT, name: str = "jetforce"
+) -> Iterator[Jetforce]:
+    """Jetforce (a subprocess) serving a fresh copy of a fixture capsule on 127.0.0.1."""
     if not jetforce_available():
         _missing_peer("jetforce is not installed (pip install -e '.[test]')")
-    base = Path(tempfile.mkdtemp(prefix="gophergem-jetforce-"))
+    base = Path(tempfile.mkdtemp(prefix=f"gophergem-{name}-"))
     base.chmod(0o755)
     try:
-        root = make_capsule(base)
+        root = make_capsule(base, source)
         log_path = base / "jetforce.log"
         cert = certs.original
         last_error = "jetforce did not start"
@@ -674,7 +677,7 @@ def running_jetforce(certs: GeminiCerts) -> Iterator[Jetforce]:
                 cwd=str(base),
             )
             try:
-                wait_until_serving(port, cert, _exited(proc, log_path), "jetforce")
+                wait_until_serving(port, cert, _exited(proc, log_path), name)
             except RuntimeError as error:  # e.g. the port was taken meanwhile
                 last_error = str(error)
                 _stop_process_group(proc)

@@ -14,11 +14,6 @@ by its Streamable HTTP client) against real servers on 127.0.0.1:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,18 +21,7 @@ from typing import Any
 import pytest
 
 from .conftest import GopherServer, run_async, tool_payload
-from .gemini_peers import (
-    CertPair,
-    GeminiCerts,
-    Jetforce,
-    _exited,
-    _spawn,
-    _stop_process_group,
-    gemini_session,
-    jetforce_available,
-    unused_loopback_port,
-    wait_until_serving,
-)
+from .gemini_peers import GeminiCerts, Jetforce, gemini_session, running_jetforce
 
 pytestmark = pytest.mark.integration
 
@@ -183,73 +167,12 @@ def test_follow_phlog(gopher_server: GopherServer, feeds_env: dict[str, str]) ->
 # --- searching ---------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def running_engine(name: str, cert: CertPair) -> Iterator[Jetforce]:
-    """Jetforce serving a copy of C{fixtures/engines/<name>} (CGIs run by this Python)."""
-    if not jetforce_available():
-        pytest.skip("jetforce is not installed (pip install -e '.[test]')")
-    base = Path(tempfile.mkdtemp(prefix=f"gophergem-engine-{name}-"))
-    base.chmod(0o755)
-    try:
-        root = base / "capsule"
-        shutil.copytree(ENGINES_ROOT / name, root)
-        for dirpath, _dirs, files in os.walk(root):
-            Path(dirpath).chmod(0o755)
-            for file in files:
-                path = Path(dirpath, file)
-                data = path.read_bytes()
-                if data.startswith(b"#!/usr/bin/env python3\n"):
-                    path.write_bytes(b"#!" + sys.executable.encode() + data[22:])
-                    path.chmod(0o755)
-        log_path = base / "jetforce.log"
-        last = "jetforce did not start"
-        for _attempt in range(3):
-            port = unused_loopback_port()
-            proc = _spawn(
-                [
-                    sys.executable,
-                    "-m",
-                    "jetforce",
-                    "--host",
-                    LOOPBACK,
-                    "--port",
-                    str(port),
-                    "--hostname",
-                    "localhost",
-                    "--dir",
-                    str(root),
-                    "--cgi-dir",
-                    "cgi-bin",
-                    "--tls-certfile",
-                    str(cert.cert_path),
-                    "--tls-keyfile",
-                    str(cert.key_path),
-                ],
-                log_path,
-                cwd=str(base),
-            )
-            try:
-                wait_until_serving(port, cert, _exited(proc, log_path), f"jetforce ({name})")
-            except RuntimeError as error:
-                last = str(error)
-                _stop_process_group(proc)
-                continue
-            try:
-                yield Jetforce(port=port, root=root, log_path=log_path, cert=cert)
-            finally:
-                _stop_process_group(proc)
-            return
-        raise RuntimeError(last)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def search_engines(gemini_certs: GeminiCerts) -> Iterator[tuple[Jetforce, Jetforce]]:
     """The closed engine (robots.txt disallows it) and the open one."""
     with (
-        running_engine("closed", gemini_certs.original) as closed,
-        running_engine("open", gemini_certs.original) as opened,
+        running_jetforce(gemini_certs, ENGINES_ROOT / "closed", "engine-closed") as closed,
+        running_jetforce(gemini_certs, ENGINES_ROOT / "open", "engine-open") as opened,
     ):
         yield closed, opened
 
@@ -320,23 +243,11 @@ def test_search_over_http(
     """The same search through C{gophergem serve --transport http}."""
     from mcp import Client
 
-    from .test_http import running
+    from .test_http import running, serve_argv
 
     env = search_env(feeds_env, search_engines)
 
-    def argv(port: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "gophergem",
-            "serve",
-            "--transport",
-            "http",
-            "--endpoint",
-            f"tcp:{port}:interface={LOOPBACK}",
-        ]
-
-    with running(argv, env) as daemon:
+    with running(serve_argv, env) as daemon:
 
         async def body() -> None:
             async with Client(daemon.url, mode="legacy") as client:

@@ -153,6 +153,20 @@ def running(argv_for_port: Any, env: dict[str, str]) -> Iterator[Daemon]:
     raise AssertionError(f"the daemon did not start:\n{last}")
 
 
+def serve_argv(port: int) -> list[str]:
+    """C{gophergem serve --transport http} on loopback C{port}."""
+    return [
+        sys.executable,
+        "-m",
+        "gophergem",
+        "serve",
+        "--transport",
+        "http",
+        "--endpoint",
+        f"tcp:{port}:interface={LOOPBACK}",
+    ]
+
+
 def http_daemon_argv(port: int) -> list[str]:
     """C{twistd -n --pidfile= gophergem --transport http} on loopback C{port}."""
     return [

@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.client
 import json
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -20,22 +19,9 @@ import pytest
 from gophergem.auth.tokens import add_token
 
 from .conftest import LOOPBACK, run_async
-from .test_http import daemon_env, http_get, running
+from .test_http import daemon_env, http_get, running, serve_argv
 
 pytestmark = pytest.mark.integration
-
-
-def serve_argv(port: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "gophergem",
-        "serve",
-        "--transport",
-        "http",
-        "--endpoint",
-        f"tcp:{port}:interface={LOOPBACK}",
-    ]
 
 
 def post_mcp(port: int, headers: dict[str, str]) -> http.client.HTTPResponse:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import sys
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -36,15 +35,7 @@ def test_secret_typed_on_the_page_reaches_the_capsule_only(
     env = {**gemini_env, "GOPHERGEM_LOG_LEVEL": "DEBUG", "GOPHERGEM_LOG_FILE": str(log)}
     asked: list[Any] = []
     posted: list[str] = []
-
-    async def elicitation(context: Any, params: Any) -> mcp_types.ElicitResult:
-        asked.append(params)
-
-        async def user() -> None:
-            posted.append(await asyncio.to_thread(browser, params.url))
-
-        asyncio.get_running_loop().create_task(user())
-        return mcp_types.ElicitResult(action="accept")
+    elicitation = user_at_the_page(asked, posted)
 
     async def body() -> tuple[Any, dict[str, Any]]:
         async with gemini_session(env, elicitation) as session:  # type: ignore[arg-type]
@@ -69,6 +60,25 @@ def check(result: Any, payload: dict[str, Any], asked: list[Any], posted: list[s
     assert payload["content"].strip() == f"Secret received, sha256: {digest}"
 
 
+def user_at_the_page(asked: list[Any], posted: list[str]) -> Any:
+    """
+    A client's URL-mode elicitation handler: it records the request, says
+    yes, and (as the user would, a moment later) opens the page and posts the
+    form, recording the page's answer.
+    """
+
+    async def elicitation(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params)
+
+        async def user() -> None:
+            posted.append(await asyncio.to_thread(browser, params.url))
+
+        asyncio.get_running_loop().create_task(user())
+        return mcp_types.ElicitResult(action="accept")
+
+    return elicitation
+
+
 def browser(url: str) -> str:
     """Open the page and submit the form, as the user's browser would."""
     page = urllib.request.urlopen(url, timeout=10).read().decode()
@@ -84,33 +94,13 @@ def test_the_daemon_on_loopback_serves_the_page_on_its_own_site(
     """C{gophergem serve} bound to 127.0.0.1: the page is C{/input/<token>} of its own site."""
     from mcp import Client
 
-    from .test_http import running
-
-    def argv(port: int) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "gophergem",
-            "serve",
-            "--transport",
-            "http",
-            "--endpoint",
-            f"tcp:{port}:interface=127.0.0.1",
-        ]
+    from .test_http import running, serve_argv
 
     asked: list[Any] = []
     posted: list[str] = []
+    elicitation = user_at_the_page(asked, posted)
 
-    async def elicitation(context: Any, params: Any) -> mcp_types.ElicitResult:
-        asked.append(params)
-
-        async def user() -> None:
-            posted.append(await asyncio.to_thread(browser, params.url))
-
-        asyncio.get_running_loop().create_task(user())
-        return mcp_types.ElicitResult(action="accept")
-
-    with running(argv, gemini_env) as daemon:
+    with running(serve_argv, gemini_env) as daemon:
 
         async def body() -> tuple[Any, dict[str, Any]]:
             async with Client(daemon.url, mode="legacy", elicitation_callback=elicitation) as c:
