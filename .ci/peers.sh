@@ -11,13 +11,17 @@ set -euo pipefail
 GOPHERNICUS=/usr/sbin/gophernicus
 MOLLY_BROWN=/usr/bin/molly-brown
 
+have_postgres() {
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
 have_peers() {
     [ -x "$GOPHERNICUS" ] && [ -x "$MOLLY_BROWN" ] && command -v socat >/dev/null 2>&1 \
-        && command -v npm >/dev/null 2>&1
+        && command -v npm >/dev/null 2>&1 && have_postgres && [ -x /usr/bin/redis-server ]
 }
 
 if have_peers; then
-    echo "peers.sh: gophernicus, molly-brown, socat and npm already installed"
+    echo "peers.sh: gophernicus, molly-brown, socat, npm, postgresql and redis-server already installed"
     exit 0
 fi
 
@@ -54,17 +58,21 @@ fi
 
 # npm only when there is none: where Node came from elsewhere (NodeSource
 # ships npm inside its nodejs package) Debian's npm would fight it.
-packages=(gophernicus molly-brown socat)
+# PostgreSQL and Redis are the team server's shared state (tests/state): the
+# tests start throwaway servers of their own on loopback; the packaged
+# services are kept from starting by the policy above.
+packages=(gophernicus molly-brown socat postgresql redis-server)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 as_root apt-get update
 as_root apt-get install -y "${packages[@]}"
 
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     as_root systemctl disable --now gophernicus.socket >/dev/null 2>&1 || true
+    as_root systemctl disable --now redis-server.service postgresql.service >/dev/null 2>&1 || true
 fi
 
 if ! have_peers; then
-    echo "peers.sh: gophernicus, molly-brown, socat or npm still missing after apt-get install" >&2
+    echo "peers.sh: gophernicus, molly-brown, socat, npm, postgresql or redis-server still missing after apt-get install" >&2
     exit 1
 fi
-echo "peers.sh: installed gophernicus, molly-brown, socat and npm"
+echo "peers.sh: installed gophernicus, molly-brown, socat, npm, postgresql and redis-server"

@@ -197,6 +197,88 @@ def _public_url(text: str) -> str:
     return stripped.rstrip("/")
 
 
+def _https_or_loopback_url(text: str) -> str:
+    """
+    An absolute C{https://} URL with a host (C{http://} only for a loopback
+    host, as in tests), no user, password or fragment.
+    """
+    from urllib.parse import urlsplit
+
+    stripped = text.strip()
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in stripped):
+        raise ValueError("must not contain spaces or control characters")
+    try:
+        parts = urlsplit(stripped)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ValueError("is not a URL") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an https:// URL with a host")
+    if scheme == "http" and parts.hostname not in ("127.0.0.1", "::1", "localhost"):
+        raise ValueError("must be https:// (http:// only for a loopback host)")
+    if parts.fragment or "#" in stripped:
+        raise ValueError("must have no fragment")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not name a user or password")
+    return stripped
+
+
+def _database_url(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    stripped = text.strip()
+    try:
+        scheme = urlsplit(stripped).scheme.lower()
+    except ValueError:
+        raise ValueError("is not a URL") from None
+    if scheme not in ("postgresql", "postgres"):
+        raise ValueError("expected a postgresql:// URL")
+    return stripped
+
+
+def _redis_url(text: str) -> str:
+    from urllib.parse import urlsplit
+
+    stripped = text.strip()
+    try:
+        parts = urlsplit(stripped)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ValueError("is not a URL") from None
+    if parts.scheme.lower() not in ("redis", "rediss", "unix"):
+        raise ValueError("expected a redis://, rediss:// or unix:// URL")
+    return stripped
+
+
+def _algorithms(text: str) -> tuple[str, ...]:
+    allowed = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+    names = _list(text)
+    if not names:
+        raise ValueError("names no algorithm")
+    for name in names:
+        if name not in allowed:
+            raise ValueError(f"{name!r} is not one of {', '.join(allowed)}")
+    return names
+
+
+def _audiences(text: str) -> tuple[str, ...]:
+    names = _list(text)
+    if not names or not all(n.strip() and n.isprintable() for n in names):
+        raise ValueError("expected one or more audience names")
+    return names
+
+
+def _scopes(text: str) -> tuple[str, ...]:
+    names = _list(text)
+    if not names:
+        raise ValueError("names no scope")
+    for name in names:
+        if not name or any(c in name for c in ' "\\') or not name.isprintable():
+            raise ValueError(f"{name!r} is not a scope")
+    return names
+
+
 def _log_level(text: str) -> str:
     level = text.strip().upper()
     if level == "WARNING":
@@ -359,6 +441,86 @@ SETTINGS: tuple[Setting, ...] = (
         "authentication beyond loopback.",
     ),
     Setting(
+        "gophergem",
+        "auth_issuer",
+        _https_or_loopback_url,
+        "HTTP: accept JWT access tokens from this authorization server (its issuer URL).",
+    ),
+    Setting(
+        "gophergem",
+        "auth_jwks_url",
+        _https_or_loopback_url,
+        "HTTP: the issuer's JWKS URL; unset: read from its authorization server metadata.",
+    ),
+    Setting(
+        "gophergem",
+        "auth_audience",
+        _audiences,
+        "HTTP: audiences a token must name (default: the public URL).",
+    ),
+    Setting(
+        "gophergem",
+        "auth_algorithms",
+        _algorithms,
+        "HTTP: JWT signature algorithms accepted (default RS256,ES256,EdDSA).",
+    ),
+    Setting(
+        "gophergem",
+        "auth_introspection_url",
+        _https_or_loopback_url,
+        "HTTP: check tokens at this RFC 7662 introspection endpoint.",
+    ),
+    Setting(
+        "gophergem",
+        "auth_client_id",
+        _path,
+        "HTTP: the client id gophergem authenticates to the introspection endpoint with.",
+    ),
+    Setting(
+        "gophergem",
+        "auth_client_secret_file",
+        _path,
+        "HTTP: a file holding the introspection client secret.",
+    ),
+    Setting(
+        "gophergem",
+        "auth_required_scopes",
+        _scopes,
+        "HTTP: scopes every token must carry (a,b or a JSON array).",
+    ),
+    Setting(
+        "gophergem",
+        "database_url",
+        _database_url,
+        "Keep pins, identities and subscriptions in this PostgreSQL database "
+        "(postgresql://...); unset: files.",
+    ),
+    Setting(
+        "gophergem",
+        "database_key_file",
+        _path,
+        "A file holding the key that encrypts private keys in the database.",
+    ),
+    Setting(
+        "gophergem",
+        "redis_url",
+        _redis_url,
+        "Share pacing, caps, the 44 board and caches through this Redis (redis://...); "
+        "unset: in process.",
+    ),
+    Setting(
+        "gophergem",
+        "pins_per_principal",
+        _bool,
+        "HTTP with authentication: keep certificate pins per principal instead of shared.",
+    ),
+    Setting(
+        "gophergem",
+        "state_timeout_seconds",
+        _float_range(0.05, 60),
+        "Seconds one call to PostgreSQL or Redis may take before it counts as unavailable.",
+    ),
+    Setting(
         "gemini",
         "search_engines",
         _engines("gemini"),
@@ -441,6 +603,22 @@ class Config:
     """The token file of the HTTP endpoint; C{None}: no authentication."""
     public_url: str | None = None
     """The MCP endpoint's public URL; C{None}: derived from a loopback bind."""
+    auth_issuer: str | None = None
+    """The authorization server whose JWT access tokens are accepted; C{None}: none."""
+    auth_jwks_url: str | None = None
+    auth_audience: tuple[str, ...] = ()
+    auth_algorithms: tuple[str, ...] = ("RS256", "ES256", "EdDSA")
+    auth_introspection_url: str | None = None
+    auth_client_id: str | None = None
+    auth_client_secret_file: str | None = None
+    auth_required_scopes: tuple[str, ...] = ()
+    database_url: str | None = None
+    """PostgreSQL for pins, identities and subscriptions; C{None}: the file stores."""
+    database_key_file: str | None = None
+    redis_url: str | None = None
+    """Redis for pacing, the caps, the 44 board and the caches; C{None}: in process."""
+    pins_per_principal: bool = False
+    state_timeout_seconds: float = 2.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

@@ -32,6 +32,7 @@ __all__ = [
     "ContentFiltered",
     "DNSError",
     "FeedStoreUnavailable",
+    "StateUnavailable",
     "FetchError",
     "FetchTimeout",
     "FingerprintMismatch",
@@ -316,14 +317,20 @@ class InputTimeout(GophergemError):
     code = "INPUT_TIMEOUT"
 
 
-class FeedStoreUnavailable(GophergemError):
+class StateUnavailable(GophergemError):
     """
-    The feed subscription store could not be locked, read or written.  Its
-    code names state in general: any store of what gophergem remembers for
-    the user, other than the trust stores, fails with it.
+    A store of what gophergem remembers could not be reached, read or
+    written in time: a shared backend (PostgreSQL, Redis) that is down or
+    slow, or a local store that cannot be locked.  Nothing was half-written.
     """
 
     code = "STATE_UNAVAILABLE"
+
+
+class FeedStoreUnavailable(StateUnavailable):
+    """
+    The feed subscription store could not be locked, read or written.
+    """
 
 
 class NotSubscribed(GophergemError):

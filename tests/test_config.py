@@ -249,6 +249,19 @@ _BOOL_BAD = ["", "maybe", "2", "tru", "enabled"]
 _LIST_BAD = ["", " ", ",", " , ,", "[]", '[""]', "[", "[null]", "[[1]]"]
 _PATH_BAD = ["", "   "]
 
+_URL_BAD = [
+    "",
+    " ",
+    "issuer.example.org",
+    "ftp://issuer.example.org/",
+    "http://issuer.example.org/",
+    "https://",
+    "https://issuer.example.org/#top",
+    "https://user:pw@issuer.example.org/",
+    "https://issuer.example.org:99999/",
+    "https://issuer example.org/",
+]
+
 BAD_BY_NAME: dict[str, list[str]] = {
     "max_response_size": [*_NUMBER_BAD, "1023", "104857601", "-1"],
     "timeout_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "-inf", "1s"],
@@ -320,6 +333,19 @@ BAD_BY_NAME: dict[str, list[str]] = {
         "https://mcp example.org/mcp",
         "https://[::1/mcp",
     ],
+    "auth_issuer": _URL_BAD,
+    "auth_jwks_url": _URL_BAD,
+    "auth_audience": ["", ",", "[]"],
+    "auth_algorithms": ["", ",", "none", "HS256", "RS256,none", "rs256"],
+    "auth_introspection_url": _URL_BAD,
+    "auth_client_id": _PATH_BAD,
+    "auth_client_secret_file": _PATH_BAD,
+    "auth_required_scopes": ["", ",", "[]", 'a"b', "a b"],
+    "database_url": ["", " ", "mysql://x/y", "127.0.0.1:5432", "redis://127.0.0.1"],
+    "database_key_file": _PATH_BAD,
+    "redis_url": ["", " ", "postgresql://x/y", "127.0.0.1:6379", "redis://127.0.0.1:99999"],
+    "pins_per_principal": _BOOL_BAD,
+    "state_timeout_seconds": ["abc", "", "0", "-1", "61", "nan", "inf", "1s"],
     "search_engines": [
         "",
         ",",

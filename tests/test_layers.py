@@ -228,7 +228,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("values", ("gophergem.results", "gophergem.config")),
     (
         "policy and stores",
-        ("gophergem.policy", "gophergem.trust", "gophergem.feeds", "gophergem.auth"),
+        (
+            "gophergem.policy",
+            "gophergem.trust",
+            "gophergem.feeds",
+            "gophergem.auth",
+            "gophergem.state",
+        ),
     ),
     ("tls", ("gophergem.tls",)),
     ("client", ("gophergem.client",)),
