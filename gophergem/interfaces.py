@@ -2,6 +2,14 @@
 """
 Every zope Interface of gophergem: the seams where a real provider and a
 memory provider (in L{gophergem.testing}) can be swapped.
+
+The stores (L{IPinStore}, L{IIdentityStore}, L{IFeedStore},
+L{IResponseCache}) and the 44 board (L{ISlowDownBoard}) may answer later:
+each method returns its value, or a L{Deferred} firing with it.  The file
+and memory providers return plain values; a networked one (PostgreSQL,
+Redis) returns Deferreds.  An error is raised, or fails the Deferred, with
+the same coded error either way.  Callers wrap every call in
+L{gophergem.state.settle} and wait for it: one code path for both.
 """
 
 from __future__ import annotations
@@ -12,22 +20,29 @@ from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
+
+    from twisted.internet.interfaces import IReactorTime
 
     from gophergem.feeds.store import FeedEntry, StoredEntry, Subscription
     from gophergem.policy.addresses import IPAddress
+    from gophergem.policy.robots import RobotsFetch
     from gophergem.results import FetchResult, GeminiResult
     from gophergem.trust import Identity, Pin
     from gophergem.trust.decision import PresentedCertificate
 
 __all__ = [
     "IAddressPolicy",
+    "IConcurrencyCap",
     "IFeedStore",
     "IFetcher",
+    "IHostPacer",
     "IIdentityStore",
     "IPinStore",
+    "IPolicyBackend",
     "IResolver",
     "IResponseCache",
+    "ISlowDownBoard",
 ]
 
 
@@ -51,47 +66,129 @@ class IAddressPolicy(Interface):
 
 
 class IResponseCache(Interface):
-    """A bounded store of parsed responses, keyed by normalised URL."""
+    """
+    A bounded store of parsed responses, keyed by normalised URL.
+
+    Each method returns its value or a L{Deferred} firing with it (see the
+    module docstring); a shared cache may decline to keep a value it cannot
+    share, which only costs a later miss.
+    """
 
     ttl = Attribute("Seconds an entry stays fresh; 0 disables the cache.")
 
-    def get(key: str) -> tuple[object, float] | None:
+    def get(key: str) -> tuple[object, float] | Deferred[tuple[object, float] | None] | None:
         """Return C{(value, stored_at)} for a fresh entry, or C{None}."""
 
-    def put(key: str, value: object) -> float:
+    def put(key: str, value: object) -> float | Deferred[float]:
         """Store C{value}; return the time it was stored at."""
 
-    def discard(key: str) -> None:
+    def discard(key: str) -> Deferred[None] | None:
         """Forget C{key}, if it is stored."""
+
+
+class IHostPacer(Interface):
+    """Spaces request starts to one host (C{*_REQUESTS_PER_MINUTE})."""
+
+    def turn(host: str) -> Deferred[None]:
+        """
+        Fire when a request to C{host} may start.  Cancelling the Deferred
+        while it waits gives the turn up.
+        """
+
+
+class IConcurrencyCap(Interface):
+    """Bounds how many operations run at once (C{*_MAX_CONCURRENT_REQUESTS})."""
+
+    def run(f: Callable[..., object], *args: object, **kwargs: object) -> Deferred[object]:
+        """
+        Call C{f(*args, **kwargs)} once a place is free, holding the place
+        until its result (a Deferred or coroutine is awaited) is ready.
+        Cancelling while it waits gives the place up without calling C{f}.
+        """
+
+
+class ISlowDownBoard(Interface):
+    """
+    Which Gemini hosts answered 44 (SLOW DOWN) and for how long to leave them
+    alone.  Each method returns its value or a L{Deferred} firing with it.
+    """
+
+    def note(host: str, port: int, meta: str) -> float | Deferred[float]:
+        """Record a 44 with its C{meta}; return the seconds to wait from now."""
+
+    def retry_after(host: str, port: int) -> float | Deferred[float | None] | None:
+        """The seconds left before C{host}:C{port} may be asked again, or C{None}."""
+
+    def clear(host: str, port: int) -> Deferred[None] | None:
+        """Forget C{host}:C{port}'s 44s after it answered normally."""
+
+
+class IPolicyBackend(Interface):
+    """
+    Where the politeness state of the pipelines lives: in this process
+    (L{gophergem.policy.local.LocalPolicy}) or shared by every replica.
+    A pipeline calls each factory once, when it is built; C{scheme} is
+    C{"gopher"} or C{"gemini"}.
+    """
+
+    def pacer(scheme: str, clock: IReactorTime, requests_per_minute: int) -> IHostPacer:
+        """The per-host pacer of C{scheme} (0 requests per minute: no pacing)."""
+
+    def cap(scheme: str, limit: int) -> IConcurrencyCap:
+        """The concurrency cap of C{scheme} (0: no cap)."""
+
+    def board(scheme: str, clock: IReactorTime) -> ISlowDownBoard:
+        """The 44 board (Gemini only)."""
+
+    def cache(
+        scheme: str, clock: IReactorTime, ttl_seconds: float, max_entries: int
+    ) -> IResponseCache | None:
+        """The response cache of C{scheme}, or C{None} for none."""
+
+    def robots_probe(scheme: str, probe: RobotsFetch, ttl_seconds: float) -> RobotsFetch:
+        """
+        Wrap C{probe}, the function fetching a host's robots.txt (bytes, or
+        C{None} for no policy); a shared backend lets replicas share the
+        answers, for C{ttl_seconds}.  In one process: C{probe} itself.
+        """
+
+    def health() -> Deferred[dict[str, object]]:
+        """Fire with C{{"ok": bool, "detail": str}}: whether the backend answers."""
+
+    def close() -> Deferred[None]:
+        """Let go of any connection the backend holds."""
 
 
 class IPinStore(Interface):
     """
     Server certificate pins, keyed by host and port.
 
-    Every method is synchronous (a pin decision is made inside a TLS
-    callback) and raises L{gophergem.errors.CertificateStoreUnavailable} when
-    the store cannot be read, locked or written.  Several processes may share
-    one store: a write never loses another process's pins.
+    Every method returns its value or a L{Deferred} firing with it (see the
+    module docstring), and raises (or fails with)
+    L{gophergem.errors.CertificateStoreUnavailable} when the store cannot be
+    read, locked or written (a networked store: L{gophergem.errors.StateUnavailable}).
+    The pin is read before connecting, so the decision inside the TLS
+    callback needs no store.  Several processes may share one store: a write
+    never loses another process's pins.
     """
 
-    def get(host: str, port: int) -> Pin | None:
+    def get(host: str, port: int) -> Pin | Deferred[Pin | None] | None:
         """Return the L{gophergem.trust.Pin} for C{host}:C{port}, or C{None}."""
 
-    def put(pin: Pin) -> None:
+    def put(pin: Pin) -> Deferred[None] | None:
         """Insert or replace the pin for C{pin.host}:C{pin.port}, durably."""
 
-    def put_new(pin: Pin) -> Pin | None:
+    def put_new(pin: Pin) -> Pin | Deferred[Pin | None] | None:
         """
         Store C{pin} only if C{pin.host}:C{pin.port} has no pin yet, in one
         step (no other process can pin that host in between).  Return
         C{None} when stored, else the pin already there, left unchanged.
         """
 
-    def remove(host: str, port: int) -> bool:
+    def remove(host: str, port: int) -> bool | Deferred[bool]:
         """Forget the pin for C{host}:C{port}; return whether there was one."""
 
-    def all(host: str | None = None) -> list[Pin]:
+    def all(host: str | None = None) -> list[Pin] | Deferred[list[Pin]]:
         """Every pin (for C{host} only, when given), sorted by host then port."""
 
 
@@ -99,17 +196,17 @@ class IIdentityStore(Interface):
     """
     Client identities (certificate and private key) with their scopes.
 
-    Synchronous, process-safe and crash-safe like L{IPinStore}.  Private keys
-    never leave the store except through L{credentials}.
+    Values now or later, process-safe and crash-safe like L{IPinStore}.
+    Private keys never leave the store except through L{credentials}.
     """
 
-    def find(host: str, port: int, path: str) -> Identity | None:
+    def find(host: str, port: int, path: str) -> Identity | Deferred[Identity | None] | None:
         """
         Return the L{gophergem.trust.Identity} whose scope covers the request,
         the one with the longest path prefix when several do, or C{None}.
         """
 
-    def create(host: str, port: int, path: str, now: float) -> Identity:
+    def create(host: str, port: int, path: str, now: float) -> Identity | Deferred[Identity]:
         """
         Mint a key and a self-signed certificate for the scope and store them.
 
@@ -117,13 +214,13 @@ class IIdentityStore(Interface):
             covers exactly that scope.
         """
 
-    def remove(host: str, port: int, path: str) -> bool:
+    def remove(host: str, port: int, path: str) -> bool | Deferred[bool]:
         """Delete the identity of exactly that scope; return whether one existed."""
 
-    def all(host: str | None = None) -> list[Identity]:
+    def all(host: str | None = None) -> list[Identity] | Deferred[list[Identity]]:
         """Every identity (for C{host} only, when given)."""
 
-    def credentials(identity: Identity) -> tuple[bytes, bytes]:
+    def credentials(identity: Identity) -> tuple[bytes, bytes] | Deferred[tuple[bytes, bytes]]:
         """Return C{(certificate_pem, private_key_pem)} for C{identity}."""
 
 
@@ -162,9 +259,10 @@ class IFetcher(Interface):
     def gemini_batch(urls: Sequence[str], *, refresh: bool = False) -> Deferred[list[GeminiResult]]:
         """Fetch 1 to 50 gemini:// URLs; see L{gopher_batch}."""
 
-    def trust_presented(host: str, port: int, presented: PresentedCertificate) -> Pin:
+    def trust_presented(host: str, port: int, presented: PresentedCertificate) -> Deferred[Pin]:
         """
-        Pin the certificate C{host}:C{port} presented, replacing its pin.
+        Pin the certificate C{host}:C{port} presented, replacing its pin; the
+        Deferred fires with the pin once it is stored.
         Only for the user's explicit consent (an elicitation answer), never
         on the say-so of a model or a page.
         """
@@ -174,8 +272,9 @@ class IFeedStore(Interface):
     """
     The user's feed subscriptions and which of their entries were seen.
 
-    Synchronous, process-safe and crash-safe like L{IPinStore}; every method
-    raises L{gophergem.errors.FeedStoreUnavailable} (C{STATE_UNAVAILABLE})
+    Values now or later, process-safe and crash-safe like L{IPinStore}; every
+    method raises (or fails with) L{gophergem.errors.FeedStoreUnavailable}
+    (C{STATE_UNAVAILABLE}; a networked store L{gophergem.errors.StateUnavailable})
     when the store cannot be locked, read or written.  C{now} is the current
     time in epoch seconds, given by the caller; times come back as ISO 8601
     UTC text.  See L{gophergem.feeds.store} for the values.
@@ -183,7 +282,7 @@ class IFeedStore(Interface):
 
     def subscribe(
         url: str, title: str | None, feed_type: str, entries: Iterable[FeedEntry], now: float
-    ) -> tuple[Subscription, bool]:
+    ) -> tuple[Subscription, bool] | Deferred[tuple[Subscription, bool]]:
         """
         Follow C{url} with C{entries} (objects with C{url}, C{title} and
         C{published}) as the baseline, all marked read.  Subscribing again
@@ -193,18 +292,18 @@ class IFeedStore(Interface):
         @raise gophergem.errors.InvalidRequest: When the store is full.
         """
 
-    def unsubscribe(url: str) -> bool:
+    def unsubscribe(url: str) -> bool | Deferred[bool]:
         """Stop following C{url}; return whether it was followed."""
 
-    def get(url: str) -> Subscription | None:
+    def get(url: str) -> Subscription | Deferred[Subscription | None] | None:
         """The subscription to C{url}, or C{None}."""
 
-    def subscriptions() -> list[Subscription]:
+    def subscriptions() -> list[Subscription] | Deferred[list[Subscription]]:
         """Every subscription, sorted by URL."""
 
     def record_check(
         url: str, entries: Iterable[FeedEntry], now: float, error: str | None = None
-    ) -> list[StoredEntry]:
+    ) -> list[StoredEntry] | Deferred[list[StoredEntry]]:
         """
         Record a check of C{url} in one step: C{last_checked}, C{last_error}
         and, when C{error} is C{None}, the entries found.  Return the entries
@@ -215,7 +314,7 @@ class IFeedStore(Interface):
 
     def unread(
         url: str | None = None, since: str | None = None
-    ) -> list[tuple[Subscription, StoredEntry]]:
+    ) -> list[tuple[Subscription, StoredEntry]] | Deferred[list[tuple[Subscription, StoredEntry]]]:
         """
         The unread entries (of C{url} only, when given), and with C{since}
         (ISO 8601) every entry dated, or first seen, after it; newest first.
@@ -223,5 +322,5 @@ class IFeedStore(Interface):
         @raise gophergem.errors.InvalidRequest: When C{since} is not a date or time.
         """
 
-    def mark_read(items: Iterable[tuple[str, str]]) -> int:
+    def mark_read(items: Iterable[tuple[str, str]]) -> int | Deferred[int]:
         """Mark the C{(feed_url, entry_url)} entries read; return how many were unread."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -59,6 +60,9 @@ class Hole:
         args = cli._parser().parse_args(["feeds", *argv])
         status: int = self.net.run(Deferred.fromCoroutine(feeds_command(self.follower, args)))
         return status
+
+    def run(self, d: Deferred[Any]) -> Any:
+        return self.net.run(d)
 
     def later(self) -> None:
         self.net.reactor.advance(CACHE_TTL + 1)
@@ -182,7 +186,7 @@ def test_subscribe_failure_is_one_line(hole: Hole, capsys: pytest.CaptureFixture
     problems = lines(capsys.readouterr().err)
     assert len(problems) == 2
     assert problems[1].startswith("gophergem: INVALID_REQUEST: ")
-    assert hole.follower.subscriptions() == []
+    assert hole.run(hole.follower.subscriptions()) == []
 
 
 def opml(*urls: str) -> bytes:
@@ -202,7 +206,7 @@ def test_import(hole: Hole, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert out[2].startswith(f"error    {GONE}  CONNECTION_FAILED: ")
     assert out[3:] == ["1 subscribed, 1 failed, 1 skipped."]
     assert hole.server.requests.count(b"/phlog") == 1
-    assert [s.url for s in hole.follower.subscriptions()] == [PHLOG]
+    assert [s.url for s in hole.run(hole.follower.subscriptions())] == [PHLOG]
 
 
 def test_export(hole: Hole, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,6 +69,62 @@ def test_commit_failure_sends_nothing() -> None:
     assert outcome(protocol.finished).value is error
 
 
+def test_request_waits_for_a_deferred_commit() -> None:
+    """A hook answering with a Deferred holds the request back until it fires."""
+    committed: Deferred[None] = Deferred()
+    protocol, transport = connected(on_handshake=lambda: committed)
+    protocol.handshakeCompleted()
+    assert transport.value() == b"" and not transport.disconnecting
+    committed.callback(None)
+    assert transport.value() == REQUEST
+
+
+def test_failed_deferred_commit_sends_nothing() -> None:
+    """A hook whose Deferred fails aborts the connection: no byte, that error."""
+    committed: Deferred[None] = Deferred()
+    protocol, transport = connected(on_handshake=lambda: committed)
+    protocol.handshakeCompleted()
+    error = CertificateStoreUnavailable(message="locked")
+    committed.errback(error)
+    assert transport.value() == b"" and transport.disconnected
+    protocol.connectionLost(Failure(ConnectionLost()))
+    assert outcome(protocol.finished).value is error
+
+
+def test_unexpected_commit_failure_is_coded() -> None:
+    """A hook failing with something uncoded still sends nothing, and is a TLS_ERROR."""
+    committed: Deferred[None] = Deferred()
+    protocol, transport = connected(on_handshake=lambda: committed)
+    protocol.handshakeCompleted()
+    committed.errback(RuntimeError("boom"))
+    protocol.connectionLost(Failure(ConnectionLost()))
+    assert transport.value() == b""
+    assert isinstance(outcome(protocol.finished).value, TLSError)
+
+
+def test_cancel_while_committing_cancels_the_commit() -> None:
+    """Cancelling the read while the pin is stored cancels that too; nothing is sent."""
+    cancelled: list[bool] = []
+    committed: Deferred[None] = Deferred(lambda _: cancelled.append(True))
+    protocol, transport = connected(on_handshake=lambda: committed)
+    protocol.handshakeCompleted()
+    protocol.finished.cancel()
+    assert cancelled == [True] and transport.value() == b""
+    protocol.connectionLost(Failure(ConnectionLost()))
+    assert isinstance(outcome(protocol.finished).value, CancelledError)
+
+
+def test_connection_lost_while_committing_sends_nothing_later() -> None:
+    """A connection lost while the pin is stored: the late commit writes nothing."""
+    committed: Deferred[None] = Deferred()
+    protocol, transport = connected(on_handshake=lambda: committed)
+    protocol.handshakeCompleted()
+    protocol.connectionLost(Failure(ConnectionLost()))
+    assert isinstance(outcome(protocol.finished).value, GophergemError)
+    committed.callback(None)
+    assert transport.value() == b""
+
+
 def test_response_in_single_bytes() -> None:
     """A response dribbled one byte at a time is parsed into header and body."""
     protocol, _ = connected()

@@ -2,7 +2,9 @@
 Tests for L{gophergem.feeds.follow}: a L{Follower} reading fake capsules and
 gopher holes on an in-memory network (real TLS, fake clock), with a memory
 store.  What a page is, the baseline, what counts as new, failures that are
-reported rather than raised, redirects, and reading page by window.
+reported rather than raised, redirects, and reading page by window.  Every
+test runs three times: with the stores answering at once, with Deferreds,
+and with Deferreds that wait for the clock (L{tests.deferring}).
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from gophergem.feeds.follow import MAX_REDIRECTS, Follower, Updates
 from gophergem.feeds.store import MemoryFeedStore
 from gophergem.results import FetchFailure
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
+from tests import deferring
+from tests.deferring import answers
+
+#: Every test runs with the feed store, the fetcher's stores, caches and 44
+#: board answering plainly, with Deferreds, and with Deferreds on the clock.
+pytestmark = pytest.mark.usefixtures("answers")
+__all__ = ["answers"]
 
 GEMINI_IP = "192.0.2.20"  # memory reactor only: never dialled
 GOPHER_IP = "192.0.2.10"
@@ -106,7 +115,8 @@ def world(
     capsule = net.listen_gemini(GEMINI_IP, 1965, FakeGeminiServer(dict(routes or {})))
     hole = net.listen(GOPHER_IP, 70, FakeGopherServer(dict(menus or {})))
     fetcher = net.fetcher(gemini=gemini, **gopher)
-    follower = Follower(fetcher, MemoryFeedStore(), now=net.reactor.seconds)
+    store = deferring.wrap(MemoryFeedStore(), deferring.CURRENT, net.reactor)
+    follower = Follower(fetcher, store, now=net.reactor.seconds)
     return World(net, capsule, hole, follower)
 
 
@@ -140,7 +150,7 @@ def test_subscribe_detects_what_the_page_is(
     assert (subscription.url, subscription.feed_type) == (url, feed_type)
     assert subscription.title == title
     assert (subscription.entries_known, subscription.unread) == (known, 0)
-    assert w.follower.subscriptions() == [subscription]
+    assert w.run(w.follower.subscriptions()) == [subscription]
 
 
 def test_atom_entries_resolved_and_dated() -> None:
@@ -171,7 +181,7 @@ def test_subscribe_twice() -> None:
     assert (new, new_again) == (True, False)
     assert again.title == "Mine"
     assert again.added == first.added and again.entries_known == 2
-    assert len(w.follower.subscriptions()) == 1
+    assert len(w.run(w.follower.subscriptions())) == 1
 
 
 def test_subscribe_canonical_key() -> None:
@@ -180,7 +190,7 @@ def test_subscribe_canonical_key() -> None:
     w.run(w.follower.subscribe("gemini://LOCALHOST:1965/gemlog/"))
     _, new = w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
     assert new is False
-    assert [s.url for s in w.follower.subscriptions()] == [f"{BASE}/gemlog/"]
+    assert [s.url for s in w.run(w.follower.subscriptions())] == [f"{BASE}/gemlog/"]
 
 
 @pytest.mark.parametrize(
@@ -200,7 +210,7 @@ def test_subscribe_refused(url: str, code: str) -> None:
     """A page that cannot be read is not followed: the fetch's own code, nothing stored."""
     w = world({"/ask": b"10 Your name?\r\n", "/png": b"20 image/png\r\n\x89PNG"})
     assert w.fails(w.follower.subscribe(url)).code == code
-    assert w.follower.subscriptions() == []
+    assert w.run(w.follower.subscriptions()) == []
 
 
 def test_subscribe_blocked() -> None:
@@ -208,7 +218,7 @@ def test_subscribe_blocked() -> None:
     w = world({"/gemlog/": GEMLOG}, gemini={"allow_local_hosts": False})
     w.net.resolver.add("localhost", "127.0.0.1")
     assert w.fails(w.follower.subscribe(f"{BASE}/gemlog/")).code == "BLOCKED"
-    assert w.follower.subscriptions() == [] and w.capsule.requests == []
+    assert w.run(w.follower.subscriptions()) == [] and w.capsule.requests == []
 
 
 def test_subscribe_blocked_by_robots() -> None:
@@ -216,7 +226,7 @@ def test_subscribe_blocked_by_robots() -> None:
     robots = b"20 text/plain\r\nUser-agent: *\r\nDisallow: /gemlog/\r\n"
     w = world({"/gemlog/": GEMLOG, "/robots.txt": robots}, gemini={"respect_robots_txt": True})
     assert w.fails(w.follower.subscribe(f"{BASE}/gemlog/")).code == "BLOCKED_BY_ROBOTS"
-    assert w.follower.subscriptions() == []
+    assert w.run(w.follower.subscriptions()) == []
     assert w.capsule.requests == [b"gemini://localhost/robots.txt"]
 
 
@@ -270,7 +280,7 @@ def test_mark_read_false() -> None:
     w.later()
     assert len(w.updates(mark_read=False).entries) == 1
     assert len(w.updates(mark_read=False).entries) == 1
-    assert w.follower.subscriptions()[0].unread == 1
+    assert w.run(w.follower.subscriptions())[0].unread == 1
     assert len(w.updates().entries) == 1
     assert w.updates().entries == ()
 
@@ -332,7 +342,7 @@ def test_failing_feed_is_reported_not_raised() -> None:
         (f"{BASE}/other/", "PERMANENT_ERROR"),
         (f"{HOLE}/1/phlog", "CONNECTION_FAILED"),
     ]
-    errors = {s.url: s.last_error for s in w.follower.subscriptions()}
+    errors = {s.url: s.last_error for s in w.run(w.follower.subscriptions())}
     assert errors == {
         f"{BASE}/gemlog/": None,
         f"{BASE}/other/": "PERMANENT_ERROR",
@@ -351,17 +361,17 @@ def test_failing_feed_keeps_its_entries() -> None:
     w.later()
     found = w.updates()
     assert (found.entries, found.errors) == ((), ())
-    assert w.follower.subscriptions()[0].last_error is None
+    assert w.run(w.follower.subscriptions())[0].last_error is None
 
 
 def test_unsubscribe() -> None:
     """Unsubscribing forgets a page; again, or asking for its updates, is NOT_SUBSCRIBED."""
     w = world({"/gemlog/": GEMLOG})
     w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
-    assert w.follower.unsubscribe("gemini://localhost:1965/gemlog/") == f"{BASE}/gemlog/"
-    assert w.follower.subscriptions() == []
+    assert w.run(w.follower.unsubscribe("gemini://localhost:1965/gemlog/")) == f"{BASE}/gemlog/"
+    assert w.run(w.follower.subscriptions()) == []
     with pytest.raises(GophergemError) as caught:
-        w.follower.unsubscribe(f"{BASE}/gemlog/")
+        w.run(w.follower.unsubscribe(f"{BASE}/gemlog/"))
     assert caught.value.code == "NOT_SUBSCRIBED"
     assert w.fails(w.follower.updates(f"{BASE}/gemlog/")).code == "NOT_SUBSCRIBED"
 
@@ -403,7 +413,7 @@ def test_titles_sanitised() -> None:
     for entry in found.entries:
         assert all(c.isprintable() for c in entry.title + (entry.feed_title or ""))
     w.run(w.follower.subscribe(f"{BASE}/gemlog/"))  # the type and title follow the page
-    assert w.follower.subscriptions()[0].feed_type == "gemsub"
+    assert w.run(w.follower.subscriptions())[0].feed_type == "gemsub"
 
 
 def test_long_title_clipped() -> None:
@@ -439,7 +449,7 @@ def test_too_many_redirects() -> None:
     w = world(chain(MAX_REDIRECTS + 1))
     assert w.fails(w.follower.subscribe(f"{BASE}/r0")).code == "NOT_FETCHABLE"
     assert len(w.capsule.requests) == MAX_REDIRECTS + 1
-    assert w.follower.subscriptions() == []
+    assert w.run(w.follower.subscriptions()) == []
 
 
 def test_redirect_loop() -> None:
@@ -524,6 +534,9 @@ def test_failing_later_window(max_windows: int) -> None:
 # --- no answer makes it raise anything else ---------------------------------------------
 
 
+# Plainly answering stores only: hypothesis and pytest-twisted do not mix
+# with the Deferred modes' fixture (the examples above cover those modes).
+@pytest.mark.parametrize("answers", ["plain"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(body=st.binary(max_size=600), kind=st.sampled_from(["1", "0"]))
 def test_any_gopher_answer(body: bytes, kind: str) -> None:
@@ -532,11 +545,14 @@ def test_any_gopher_answer(body: bytes, kind: str) -> None:
     try:
         subscription, _ = w.run(w.follower.subscribe(f"{HOLE}/{kind}/x"))
     except GophergemError:
-        assert w.follower.subscriptions() == []
+        assert w.run(w.follower.subscriptions()) == []
     else:
         assert subscription.feed_type in ("phlog", "page", "gemsub", "atom", "rss")
 
 
+# Plainly answering stores only: hypothesis and pytest-twisted do not mix
+# with the Deferred modes' fixture (the examples above cover those modes).
+@pytest.mark.parametrize("answers", ["plain"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     meta=st.sampled_from(

@@ -22,7 +22,9 @@ from gophergem.fetcher import MAX_BATCH, Fetcher
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
 from gophergem.interfaces import IFetcher
+from gophergem.policy.local import LocalPolicy
 from gophergem.testing import (
+    FakeGeminiServer,
     FakeGopherServer,
     FakeResolver,
     MemoryNetwork,
@@ -311,3 +313,83 @@ def test_gemini_honours_its_own_limit() -> None:
     results = drive(net, server, fetcher.gemini_batch(urls))
     assert [type(r).__name__ for r in results] == ["GemtextResult"] * 10
     assert server.peak == 2
+
+
+# --- the policy backend and per-principal identities -----------------------------------
+
+
+@attrs.frozen
+class CountingPolicy(LocalPolicy):
+    """A L{LocalPolicy} noting each factory call (scheme and what was asked for)."""
+
+    asked: list[tuple[str, str]] = attrs.field(factory=list)
+
+    def pacer(self, scheme: str, clock: Any, requests_per_minute: int) -> Any:
+        self.asked.append(("pacer", scheme))
+        return super().pacer(scheme, clock, requests_per_minute)
+
+    def cap(self, scheme: str, limit: int) -> Any:
+        self.asked.append(("cap", scheme))
+        return super().cap(scheme, limit)
+
+    def board(self, scheme: str, clock: Any) -> Any:
+        self.asked.append(("board", scheme))
+        return super().board(scheme, clock)
+
+    def cache(self, scheme: str, clock: Any, ttl_seconds: float, max_entries: int) -> Any:
+        self.asked.append(("cache", scheme))
+        return super().cache(scheme, clock, ttl_seconds, max_entries)
+
+
+def test_from_config_takes_its_policy_from_the_backend() -> None:
+    """Each pipeline asks the policy backend once for its pacer, cap and cache (Gemini: a board)."""
+    policy = CountingPolicy()
+    net = MemoryNetwork()
+    fetcher = Fetcher.from_config(
+        Config(), net.reactor, net.resolver, pins=net.pins, identities=net.identities, policy=policy
+    )
+    assert sorted(policy.asked) == sorted(
+        [
+            ("cache", "gemini"),
+            ("cache", "gopher"),
+            ("pacer", "gemini"),
+            ("cap", "gemini"),
+            ("board", "gemini"),
+            ("pacer", "gopher"),
+            ("cap", "gopher"),
+        ]
+    )
+    assert fetcher.gemini_pipeline is not None and fetcher.gemini_pipeline.policy is policy
+
+
+def test_with_identities_shares_everything_else(net: MemoryNetwork) -> None:
+    """A fetcher for another principal swaps the identity store and shares the rest."""
+    fetcher = net.fetcher()
+    theirs = MemoryIdentityStore()
+    other = fetcher.with_identities(theirs)
+    assert other.identities is theirs and fetcher.identities is net.identities
+    assert other.pins is fetcher.pins
+    assert other.gopher_pipeline is fetcher.gopher_pipeline
+    mine, their = fetcher.gemini_pipeline, other.gemini_pipeline
+    assert mine is not None and their is not None and mine is not their
+    assert their.cache is mine.cache
+    for private in ("_steps", "_tofu", "_board", "_prompts"):
+        assert getattr(their, private) is getattr(mine, private), private
+    assert fetcher.with_identities(None).identities is None
+
+
+def test_with_identities_presents_only_the_principals_own() -> None:
+    """An identity in one principal's store is presented for that principal only."""
+    from gophergem.trust import operations as ops
+
+    net = MemoryNetwork()
+    net.resolver.add("localhost", "192.0.2.20")
+    server = net.listen_gemini("192.0.2.20", 1965, FakeGeminiServer({"/": b"20 text/plain\r\nhi"}))
+    shared = net.fetcher(gemini={"cache_enabled": False})
+    alice = shared.with_identities(MemoryIdentityStore())
+    bob = shared.with_identities(MemoryIdentityStore())
+    net.run(Deferred.fromCoroutine(ops.create_identity(alice.identities, "gemini://localhost/", 0)))
+    net.run(alice.gemini("gemini://localhost/"))
+    net.run(bob.gemini("gemini://localhost/"))
+    presented, absent = server.client_certificates
+    assert presented is not None and absent is None

@@ -2,7 +2,9 @@
 Tests for L{gophergem.fetcher.gemini}: the whole Gemini pipeline on an
 in-memory network with real OpenSSL at both ends (iosim), no sockets and no
 real time.  Every status row of SPEC section 5, trust on first use, client
-identities, windows and the cache.
+identities, windows and the cache; each test three times, with the stores,
+the cache and the 44 board answering at once, with Deferreds, and with
+Deferreds that fire only when the clock moves (L{tests.deferring}).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import Encoding
 from OpenSSL import SSL
+from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
@@ -36,7 +39,13 @@ from gophergem.testing import EPOCH, FakeGeminiServer, MemoryNetwork, ServerTLS,
 from gophergem.trust import Pin
 from gophergem.trust import operations as ops
 from gophergem.trust.pins import MemoryPinStore
+from tests.deferring import answers
 from tests.test_tls import RecordingServerTLS
+
+#: Every test runs with the stores, the cache and the 44 board answering
+#: plainly, with Deferreds, and with Deferreds that wait for the clock.
+pytestmark = pytest.mark.usefixtures("answers")
+__all__ = ["answers"]
 
 HOST_IP = "192.0.2.20"  # memory reactor only: never dialled
 OTHER_IP = "192.0.2.21"
@@ -287,7 +296,7 @@ def test_certificate_advice_follows_what_was_presented(status: int, presented: b
     """
     net, server = network({"/": f"{status} Who?\r\n".encode()})
     if presented:
-        ops.create_identity(net.identities, URL, EPOCH)
+        net.run(Deferred.fromCoroutine(ops.create_identity(net.identities, URL, EPOCH)))
     result = fetch(net)
     assert isinstance(result, CertificateResult)
     assert (server.client_certificates[0] is not None) is presented
@@ -858,6 +867,41 @@ def test_other_name_is_a_warning() -> None:
     assert "another name" in (result.request_info.tofu_warning or "")
 
 
+def test_stores_seen_as_the_mode_has_them_answer(answers: str) -> None:
+    """The fixture reaches the fetcher: in the Deferred modes the stores answer later."""
+    net, _ = network({"/": PAGE})
+    via = fetcher(net)
+    assert (via.pins is net.pins) is (answers == "plain")
+    assert isinstance(fetch(net, via=via), GemtextResult)
+    if answers != "plain":
+        assert "get" in via.pins.calls and "put_new" in via.pins.calls
+        assert "find" in via.identities.calls
+    assert net.pins.get("localhost", 1965) is not None
+
+
+class WatchedPinStore(MemoryPinStore):
+    """A pin store noting how many requests the server had seen at each first-use write."""
+
+    server: FakeGeminiServer | None = None
+    seen: list[int]
+
+    def put_new(self, pin: Pin) -> Pin | None:
+        assert self.server is not None
+        self.seen.append(len(self.server.requests))
+        return super().put_new(pin)
+
+
+def test_request_waits_for_the_first_use_write() -> None:
+    """The server sees the request only after the store has taken the first-use pin."""
+    store = WatchedPinStore()
+    store.seen = []
+    net = MemoryNetwork(pins=store)
+    net.resolver.add("localhost", HOST_IP)
+    store.server = net.listen_gemini(HOST_IP, 1965, FakeGeminiServer({"/": PAGE}))
+    assert isinstance(fetch(net), GemtextResult)
+    assert store.seen == [0] and store.server.requests == [b"gemini://localhost/"]
+
+
 @attrs.define
 class UnavailablePinStore(MemoryPinStore):
     """A pin store whose reads (or only its writes) fail as a locked store does."""
@@ -975,7 +1019,11 @@ def test_tofu_disabled_pins_nothing() -> None:
 def test_identity_presented_inside_scope_only() -> None:
     """An identity for /app/ is presented for /app/x, and not for / nor /apple."""
     net, server = network({"/app/x": PAGE, "/": PAGE, "/apple": PAGE})
-    identity = ops.create_identity(net.identities, "gemini://localhost/app/", EPOCH)
+    identity = net.run(
+        Deferred.fromCoroutine(
+            ops.create_identity(net.identities, "gemini://localhost/app/", EPOCH)
+        )
+    )
     via = fetcher(net)
     for path in ("/app/x", "/", "/apple"):
         fetch(net, "gemini://localhost" + path, via=via)
@@ -987,7 +1035,11 @@ def test_identity_presented_inside_scope_only() -> None:
 def test_identity_on_other_port_not_presented() -> None:
     """An identity scoped to one port is not presented on another."""
     net, server = network({"/": PAGE})
-    ops.create_identity(net.identities, "gemini://localhost:1966/", EPOCH)
+    net.run(
+        Deferred.fromCoroutine(
+            ops.create_identity(net.identities, "gemini://localhost:1966/", EPOCH)
+        )
+    )
     fetch(net)
     assert server.client_certificates == [None]
 
@@ -995,7 +1047,7 @@ def test_identity_on_other_port_not_presented() -> None:
 def test_identities_disabled_present_nothing() -> None:
     """With client certificates off no identity is presented."""
     net, server = network({"/": PAGE})
-    ops.create_identity(net.identities, URL, EPOCH)
+    net.run(Deferred.fromCoroutine(ops.create_identity(net.identities, URL, EPOCH)))
     fetch(net, via=fetcher(net, client_certs_enabled=False))
     assert server.client_certificates == [None]
 
@@ -1004,7 +1056,7 @@ def test_identity_over_tls_1_2_warns() -> None:
     """An identity presented over TLS 1.2 carries a client_cert_warning; TLS 1.3 none."""
     tls = RecordingServerTLS(*make_certificate(now=EPOCH), max_version=SSL.TLS1_2_VERSION)
     net, _ = network({"/": PAGE}, tls=tls)
-    ops.create_identity(net.identities, URL, EPOCH)
+    net.run(Deferred.fromCoroutine(ops.create_identity(net.identities, URL, EPOCH)))
     result = fetch(net)
     assert result.request_info.tls_version == "TLSv1.2"
     assert result.request_info.client_cert_warning
@@ -1023,12 +1075,20 @@ def test_cache_keyed_by_identity() -> None:
     url = "gemini://localhost/app/x"
     assert fetch(net, url, via=via).cache.cached is False
     assert fetch(net, url, via=via).cache.cached is True
-    identity = ops.create_identity(net.identities, "gemini://localhost/app/", EPOCH)
+    identity = net.run(
+        Deferred.fromCoroutine(
+            ops.create_identity(net.identities, "gemini://localhost/app/", EPOCH)
+        )
+    )
     with_identity = fetch(net, url, via=via)
     assert with_identity.cache.cached is False
     assert fingerprint_of(server.client_certificates[-1]) == identity.fingerprint
     assert fetch(net, url, via=via).cache.cached is True
-    ops.remove_identity(net.identities, "gemini://localhost/app/", identity.fingerprint)
+    net.run(
+        Deferred.fromCoroutine(
+            ops.remove_identity(net.identities, "gemini://localhost/app/", identity.fingerprint)
+        )
+    )
     assert fetch(net, url, via=via).cache.cached is True  # the anonymous copy again
     assert len(server.requests) == 2
 

@@ -1,7 +1,9 @@
 """
 Tests for L{gophergem.mcp.trust_tools}: the pin and identity tools driven by
 the SDK's in-process C{mcp.Client}, in both protocol eras, with and without
-an elicitation callback (the helpers of L{tests.test_mcp_gemini}).
+an elicitation callback (the helpers of L{tests.test_mcp_gemini}); each
+test with the stores answering plainly, with Deferreds, and with Deferreds
+that wait for the clock (L{tests.deferring}).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 from gophergem.testing import FakeGeminiServer, MemoryNetwork
 from gophergem.trust.identities import FileIdentityStore
 from gophergem.url import GeminiURL
+from tests.deferring import answers
 from tests.test_fetcher_gemini import fingerprint_of
 from tests.test_mcp_gemini import (
     ERAS,
@@ -26,6 +29,10 @@ from tests.test_mcp_gemini import (
     one,
     session,
 )
+
+pytestmark = pytest.mark.usefixtures("answers")
+__all__ = ["answers"]
+
 
 # --- gemini_trust_list / gemini_trust_update --------------------------------------------
 

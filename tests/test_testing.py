@@ -384,3 +384,47 @@ class MemoryNetworkTests(SynchronousTestCase):
         self.assertIsInstance(result, GemtextResult)
         self.assertEqual(server.requests, [b"gemini://cap.example/"])
         self.assertEqual(len(self.net.pins.all()), 1)
+
+
+# --- DeferringStore ------------------------------------------------------------------------
+
+
+def test_deferring_store_answers_with_deferreds() -> None:
+    """Without a clock every method answers with a fired Deferred; errors fail it."""
+    from gophergem.errors import FingerprintMismatch
+    from gophergem.interfaces import IPinStore
+    from gophergem.testing import DeferringStore
+    from gophergem.trust.pins import MemoryPinStore
+
+    class Broken(MemoryPinStore):
+        def remove(self, host: str, port: int) -> bool:
+            raise FingerprintMismatch(message="no")
+
+    store = DeferringStore(Broken())
+    assert IPinStore.providedBy(store) and verifyObject(IPinStore, store)
+    got: list[Any] = []
+    store.get("h", 1965).addBoth(got.append)
+    store.remove("h", 1965).addBoth(got.append)
+    assert got[0] is None and isinstance(got[1].value, FingerprintMismatch)
+    assert store.calls == ["get", "remove"]
+
+
+def test_deferring_store_on_a_clock_waits_for_it() -> None:
+    """With a clock the store is called only when the clock moves; cancelling calls nothing."""
+    from twisted.internet.task import Clock
+
+    from gophergem.feeds.store import MemoryFeedStore
+    from gophergem.testing import DeferringStore
+
+    inner, clock = MemoryFeedStore(), Clock()
+    store = DeferringStore(inner, clock)
+    got: list[Any] = []
+    store.subscribe("gemini://a.example/", "A", "page", [], EPOCH).addBoth(got.append)
+    assert got == [] and inner.subscriptions() == []
+    clock.advance(0)
+    assert got[0][1] is True and len(inner.subscriptions()) == 1
+    d = store.unsubscribe("gemini://a.example/")
+    d.addErrback(lambda f: None)
+    d.cancel()
+    clock.advance(0)
+    assert len(inner.subscriptions()) == 1

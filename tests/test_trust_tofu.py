@@ -1,17 +1,24 @@
 """
 Tests for L{gophergem.trust.tofu}: trust on first use in one object, on a
-memory pin store and a fake clock.
+memory pin store and a fake clock; each test runs with the store answering
+at once, with Deferreds, and with Deferreds that fire only when the clock
+moves (L{gophergem.testing.DeferringStore}).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 
-from gophergem.errors import CertificateChanged, TofuDisabled
-from gophergem.testing import EPOCH
-from gophergem.trust.decision import PresentedCertificate, Verdict
+from gophergem.errors import CertificateChanged, CertificateStoreUnavailable, TofuDisabled
+from gophergem.testing import EPOCH, DeferringStore
+from gophergem.trust import Pin
+from gophergem.trust.decision import PresentedCertificate, TrustDecision, Verdict
 from gophergem.trust.pins import MemoryPinStore
 from gophergem.trust.tofu import TLS_1_2_CLIENT_CERT_WARNING, TrustOnFirstUse
 
@@ -31,96 +38,171 @@ def presented(fingerprint: str = FP_A, spki: str = KEY_1) -> PresentedCertificat
     )
 
 
-def tofu(pins: MemoryPinStore | None = None, **options: bool) -> TrustOnFirstUse:
-    clock = Clock()
-    clock.advance(EPOCH)
-    return TrustOnFirstUse(clock, pins, **options)
+@attrs.define
+class Trust:
+    """A L{TrustOnFirstUse} on C{pins} (seen through the answering mode) and its clock."""
+
+    tofu: TrustOnFirstUse
+    clock: Clock
+
+    def wait(self, d: Deferred[Any] | None) -> Any:
+        """The result of C{d}, moving the clock as a reactor would; raise what it failed with."""
+        if d is None:
+            return None
+        box: list[Any] = []
+        d.addBoth(box.append)
+        for _ in range(10):
+            if box:
+                break
+            self.clock.advance(0)
+        assert box, "the Deferred never fired"
+        if isinstance(box[0], Failure):
+            box[0].raiseException()
+        return box[0]
+
+    def judge(self, presented: PresentedCertificate) -> TrustDecision:
+        """Read the pin as the pipeline does before connecting, then judge."""
+        pinned = self.wait(self.tofu.pinned(HOST, PORT))
+        return self.tofu.judge(HOST, PORT, presented, pinned)
 
 
-def test_judge_reads_the_pin() -> None:
-    """judge decides against the stored pin: no pin is first use, the same one a match."""
+@pytest.fixture(params=["plain", "deferred", "clocked"])
+def answers(request: pytest.FixtureRequest) -> str:
+    """How the pin store answers: plain values, Deferreds, Deferreds on the clock."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make(answers: str) -> Any:
+    def build(pins: MemoryPinStore | None, **options: bool) -> Trust:
+        clock = Clock()
+        clock.advance(EPOCH)
+        store: Any = pins
+        if pins is not None and answers != "plain":
+            store = DeferringStore(pins, clock if answers == "clocked" else None)
+        return Trust(TrustOnFirstUse(clock, store, **options), clock)
+
+    return build
+
+
+def test_judge_against_the_pin_read_before(make: Any) -> None:
+    """judge decides against the pin read first: no pin is first use, the same one a match."""
     pins = MemoryPinStore()
-    trust = tofu(pins)
-    first = trust.judge(HOST, PORT, presented())
+    trust = make(pins)
+    first = trust.judge(presented())
     assert first.verdict is Verdict.FIRST_USE and pins.pins == {}  # nothing written yet
-    trust.commit(first)
+    trust.wait(trust.tofu.commit(first))
     assert pins.get(HOST, PORT) == first.pin
-    assert trust.judge(HOST, PORT, presented()).verdict is Verdict.MATCH
+    assert trust.judge(presented()).verdict is Verdict.MATCH
 
 
-def test_judge_without_a_store_pins_nothing() -> None:
-    """With trust on first use off, a certificate is judged for validity only."""
-    trust = tofu(None)
-    decision = trust.judge(HOST, PORT, presented())
-    assert decision.verdict is Verdict.UNPINNED and decision.pin is None
-    trust.commit(decision)  # nothing to write, no store to write to
-
-
-def test_commit_of_nothing_is_nothing() -> None:
-    """A handshake that never judged a certificate commits nothing."""
+def test_judge_is_pure(make: Any) -> None:
+    """judge reads no store: it is given the pin (it runs inside the TLS handshake)."""
     pins = MemoryPinStore()
-    tofu(pins).commit(None)
+    trust = make(pins)
+    pin = trust.judge(presented()).pin
+    assert pin is not None
+    decision = trust.tofu.judge(HOST, PORT, presented(FP_B, KEY_2), pin)
+    assert isinstance(decision.refusal, CertificateChanged)
     assert pins.pins == {}
 
 
-def test_first_use_race_lost_to_the_same_certificate() -> None:
+def test_pinned_failure_is_the_store_error(make: Any) -> None:
+    """A store that cannot be read fails the read with its coded error."""
+
+    class Locked(MemoryPinStore):
+        def get(self, host: str, port: int) -> Pin | None:
+            raise CertificateStoreUnavailable(message="The pin store is locked.")
+
+    trust = make(Locked())
+    with pytest.raises(CertificateStoreUnavailable):
+        trust.wait(trust.tofu.pinned(HOST, PORT))
+
+
+def test_judge_without_a_store_pins_nothing(make: Any) -> None:
+    """With trust on first use off, a certificate is judged for validity only."""
+    trust = make(None)
+    decision = trust.judge(presented())
+    assert decision.verdict is Verdict.UNPINNED and decision.pin is None
+    assert trust.tofu.commit(decision) is None  # nothing to write, no store to write to
+
+
+def test_commit_of_nothing_is_nothing(make: Any) -> None:
+    """A handshake that never judged a certificate commits nothing."""
+    pins = MemoryPinStore()
+    assert make(pins).tofu.commit(None) is None
+    assert pins.pins == {}
+
+
+def test_commit_waits_for_the_store(make: Any, answers: str) -> None:
+    """commit answers with a Deferred that fires once the pin is stored."""
+    pins = MemoryPinStore()
+    trust = make(pins)
+    committed = trust.tofu.commit(trust.judge(presented()))
+    assert isinstance(committed, Deferred)
+    if answers == "clocked":
+        assert not committed.called and pins.pins == {}
+    trust.wait(committed)
+    assert pins.get(HOST, PORT) is not None
+
+
+def test_first_use_race_lost_to_the_same_certificate(make: Any) -> None:
     """
-    When another process pinned the same certificate since the handshake
-    began, its pin stands and is refreshed: the connection goes on.
+    When another process pinned the same certificate since the pin was
+    read, its pin stands and is refreshed: the connection goes on.
     """
     pins = MemoryPinStore()
-    trust = tofu(pins)
-    decision = trust.judge(HOST, PORT, presented())
+    trust = make(pins)
+    decision = trust.judge(presented())
     assert decision.pin is not None
     other = attrs.evolve(decision.pin, first_seen=EPOCH - DAY)
     pins.put(other)  # the other process, between judge and commit
-    trust.commit(decision)
+    trust.wait(trust.tofu.commit(decision))
     stored = pins.get(HOST, PORT)
     assert stored is not None and stored.first_seen == EPOCH - DAY
     assert stored.fingerprint == FP_A
 
 
-def test_first_use_race_lost_to_another_key_refuses() -> None:
+def test_first_use_race_lost_to_another_key_refuses(make: Any) -> None:
     """When another process pinned another key in the meantime, commit refuses."""
     pins = MemoryPinStore()
-    trust = tofu(pins)
-    decision = trust.judge(HOST, PORT, presented())
-    theirs = trust.judge(HOST, PORT, presented(FP_B, KEY_2)).pin
+    trust = make(pins)
+    decision = trust.judge(presented())
+    theirs = trust.judge(presented(FP_B, KEY_2)).pin
     assert theirs is not None
     pins.put(theirs)
     with pytest.raises(CertificateChanged):
-        trust.commit(decision)
+        trust.wait(trust.tofu.commit(decision))
     assert pins.get(HOST, PORT) == theirs
 
 
-def test_facts_for_request_info() -> None:
+def test_facts_for_request_info(make: Any) -> None:
     """facts names the version, cipher, fingerprint and warnings, as request_info spells them."""
-    trust = tofu(MemoryPinStore())
-    decision = trust.judge(HOST, PORT, presented())
-    assert trust.facts(decision, "TLSv1.3", "AES") == {
+    trust = make(MemoryPinStore())
+    decision = trust.judge(presented())
+    facts = trust.tofu.facts
+    assert facts(decision, "TLSv1.3", "AES") == {
         "tls_version": "TLSv1.3",
         "cipher": "AES",
         "cert_fingerprint": FP_A,
     }
-    assert trust.facts(None, None, None) == {"tls_version": None, "cipher": None}
-    facts = trust.facts(decision, "TLSv1.2", "AES", identity_presented=True)
-    assert facts["client_cert_warning"] == TLS_1_2_CLIENT_CERT_WARNING
-    assert "client_cert_warning" not in trust.facts(
-        decision, "TLSv1.3", "AES", identity_presented=True
-    )
+    assert facts(None, None, None) == {"tls_version": None, "cipher": None}
+    tls_1_2 = facts(decision, "TLSv1.2", "AES", identity_presented=True)
+    assert tls_1_2["client_cert_warning"] == TLS_1_2_CLIENT_CERT_WARNING
+    assert "client_cert_warning" not in facts(decision, "TLSv1.3", "AES", identity_presented=True)
 
 
-def test_trust_presented_repins() -> None:
+def test_trust_presented_repins(make: Any) -> None:
     """On consent, the presented certificate replaces the pin, first seen now."""
     pins = MemoryPinStore()
-    trust = tofu(pins)
-    trust.commit(trust.judge(HOST, PORT, presented()))
-    pin = trust.trust_presented(HOST, PORT, presented(FP_B, KEY_2))
+    trust = make(pins)
+    trust.wait(trust.tofu.commit(trust.judge(presented())))
+    pin = trust.wait(trust.tofu.trust_presented(HOST, PORT, presented(FP_B, KEY_2)))
     assert pins.get(HOST, PORT) == pin
     assert (pin.fingerprint, pin.first_seen) == (FP_B, EPOCH)
 
 
-def test_trust_presented_without_a_store() -> None:
+def test_trust_presented_without_a_store(make: Any) -> None:
     """Re-pinning with trust on first use off is TOFU_DISABLED."""
     with pytest.raises(TofuDisabled):
-        tofu(None).trust_presented(HOST, PORT, presented())
+        make(None).tofu.trust_presented(HOST, PORT, presented())

@@ -4,8 +4,9 @@ The Gemini client protocol: a thin adapter between a TLS connection and
 L{gophergem.wire.gemini}.
 
 The request is written only once the handshake has completed and the trust
-decision has been committed (C{on_handshake}), so a refused certificate never
-sees a request byte.  The header is parsed as it arrives (with its length
+decision has been committed (C{on_handshake}, which may answer later with a
+Deferred: the request waits for it), so a refused certificate, or a pin that
+could not be stored, never sees a request byte.  The header is parsed as it arrives (with its length
 capped), the body is buffered up to a byte cap, and one Deferred fires from
 C{connectionLost} with a L{GeminiResponse}.
 
@@ -26,6 +27,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.error import ConnectionDone
 from twisted.internet.interfaces import IHandshakeListener, ITCPTransport
 from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
@@ -39,6 +41,8 @@ __all__ = [
     "GeminiClientProtocol",
     "GeminiResponse",
 ]
+
+log = Logger()
 
 #: C{incomplete_reason}: the body ended without TLS close_notify (a bare TCP
 #: close, or a reset: TLS reports both alike), so it may have been cut.
@@ -103,7 +107,7 @@ class GeminiClientProtocol(Protocol):
         self,
         request: bytes,
         limit: int,
-        on_handshake: Callable[[], None],
+        on_handshake: Callable[[], Deferred[None] | None],
         *,
         keep_partial: Callable[[], bool] | None = None,
     ) -> None:
@@ -116,10 +120,13 @@ class GeminiClientProtocol(Protocol):
         self._error: GophergemError | None = None
         self._handshake_done = False
         self._cancelled = False
+        self._committing: Deferred[None] | None = None
         self.finished: Deferred[GeminiResponse] = Deferred(self._cancel)
 
     def _cancel(self, _: Deferred[GeminiResponse]) -> None:
         self._cancelled = True
+        if self._committing is not None:
+            self._committing.cancel()
         if self.transport is not None:
             self.transport.abortConnection()
         if self._keeps_partial() and not self.finished.called:
@@ -152,10 +159,32 @@ class GeminiClientProtocol(Protocol):
     def handshakeCompleted(self) -> None:
         self._handshake_done = True
         try:
-            self._on_handshake()
+            committed = self._on_handshake()
         except GophergemError as error:
             self._fail(error)
             return
+        if committed is None:
+            self._send()
+            return
+        self._committing = committed
+        committed.addCallbacks(self._committed, self._not_committed)
+
+    def _committed(self, _: object) -> None:
+        self._committing = None
+        if not self._cancelled and not self.finished.called:
+            self._send()
+
+    def _not_committed(self, failure: Failure) -> None:
+        self._committing = None
+        if self._cancelled or self.finished.called:
+            return
+        if isinstance(failure.value, GophergemError):
+            self._fail(failure.value)
+        else:
+            log.failure("committing the trust decision failed", failure)
+            self._fail(TLSError(message="The certificate's pin could not be stored."))
+
+    def _send(self) -> None:
         assert self.transport is not None
         self.transport.write(self._request)
 

@@ -7,7 +7,8 @@ console script call it and nothing else.  Every page it reads goes through
 the L{IFetcher} every other fetch uses, so the same policy applies
 (allowlists, SSRF, robots.txt, pacing, the per-host limit, deadlines, size
 caps, sanitising) and a fresh cached copy is used when there is one.  What
-was subscribed and seen is kept in an L{IFeedStore}.
+was subscribed and seen is kept in an L{IFeedStore}, which may answer later:
+every method that touches it returns a Deferred.
 
 Reading a page:
 
@@ -52,6 +53,7 @@ from gophergem.results import (
     SuccessResult,
     TextResult,
 )
+from gophergem.state import settle
 from gophergem.url import scheme_of
 
 __all__ = ["MAX_REDIRECTS", "MAX_WINDOWS", "FeedError", "Follower", "Update", "Updates"]
@@ -233,38 +235,47 @@ class Follower:
             raise InvalidRequest(message="title must be a string.")
         _, feed = await self.read(key)
         name = (title or "").strip() or feed.title
-        return self.store.subscribe(key, name, feed.feed_type, feed.entries, self.now())
+        return await settle(
+            self.store.subscribe(key, name, feed.feed_type, feed.entries, self.now())
+        )
 
-    def unsubscribe(self, url: str) -> str:
+    def unsubscribe(self, url: str) -> Deferred[str]:
         """
-        Stop following C{url}; return its key.
+        Stop following C{url}; fire with its key.
 
-        @raise NotSubscribed: It was not followed.
+        Fails with L{NotSubscribed} when it was not followed.
         """
+        return Deferred.fromCoroutine(self._unsubscribe(url))
+
+    async def _unsubscribe(self, url: str) -> str:
         key = _canonical(url)
-        if not self.store.unsubscribe(key):
+        if not await settle(self.store.unsubscribe(key)):
             raise NotSubscribed(
                 message="That URL is not one of the subscriptions.",
                 next_step="Call feed_list to see the subscriptions.",
             )
         return key
 
-    def unread(self) -> tuple[Update, ...]:
+    def unread(self) -> Deferred[tuple[Update, ...]]:
         """The entries not read yet, as of the last check, newest first (nothing is fetched)."""
-        return tuple(_update(sub, entry) for sub, entry in self.store.unread())
 
-    def subscriptions(self) -> list[Subscription]:
+        def updates(found: list[tuple[Subscription, StoredEntry]]) -> tuple[Update, ...]:
+            return tuple(_update(sub, entry) for sub, entry in found)
+
+        return settle(self.store.unread()).addCallback(updates)
+
+    def subscriptions(self) -> Deferred[list[Subscription]]:
         """Every subscription, by URL."""
-        return self.store.subscriptions()
+        return settle(self.store.subscriptions())
 
     async def _check(self, url: str) -> FeedError | None:
         """Read one subscription and record what is new; the failure, if any, is recorded too."""
         try:
             _, feed = await self.read(url)
         except GophergemError as error:
-            self.store.record_check(url, [], self.now(), error=error.code)
+            await settle(self.store.record_check(url, [], self.now(), error=error.code))
             return FeedError(url, error)
-        self.store.record_check(url, feed.entries, self.now())
+        await settle(self.store.record_check(url, feed.entries, self.now()))
         return None
 
     def check_all(self, urls: Sequence[str] | None = None) -> Deferred[list[FeedError]]:
@@ -276,7 +287,7 @@ class Follower:
         return Deferred.fromCoroutine(self._check_all(urls))
 
     async def _check_all(self, urls: Sequence[str] | None) -> list[FeedError]:
-        keys = [s.url for s in self.store.subscriptions()] if urls is None else list(urls)
+        keys = [s.url for s in await self.subscriptions()] if urls is None else list(urls)
         return await self._check_keys(keys)
 
     async def _check_keys(self, keys: Sequence[str]) -> list[FeedError]:
@@ -319,17 +330,17 @@ class Follower:
         key = None
         if url is not None:
             key = _canonical(url)
-            if self.store.get(key) is None:
+            if await settle(self.store.get(key)) is None:
                 raise NotSubscribed(
                     message="That URL is not one of the subscriptions.",
                     next_step="Call feed_subscribe first, or feed_list to see them.",
                 )
-        keys = [key] if key is not None else [s.url for s in self.store.subscriptions()]
+        keys = [key] if key is not None else [s.url for s in await self.subscriptions()]
         errors = await self._check_keys(keys)
-        found = self.store.unread(key, since)
+        found: list[tuple[Subscription, StoredEntry]] = await settle(self.store.unread(key, since))
         shown = found[:limit]
         if mark_read and shown:
-            self.store.mark_read([(sub.url, entry.url) for sub, entry in shown])
+            await settle(self.store.mark_read([(sub.url, entry.url) for sub, entry in shown]))
         return Updates(
             entries=tuple(_update(sub, entry) for sub, entry in shown),
             more=len(found) > limit,

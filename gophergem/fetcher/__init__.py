@@ -30,8 +30,15 @@ from gophergem.errors import InvalidRequest
 from gophergem.fetcher._pipeline import offloader
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
-from gophergem.interfaces import IFetcher, IIdentityStore, IPinStore, IResolver
-from gophergem.policy.cache import ResponseCache
+from gophergem.interfaces import (
+    IFetcher,
+    IIdentityStore,
+    IPinStore,
+    IPolicyBackend,
+    IResolver,
+    IResponseCache,
+)
+from gophergem.policy.local import LocalPolicy
 from gophergem.policy.targets import AddressPolicy
 from gophergem.results import FetchResult, GeminiResult
 from gophergem.trust import Pin
@@ -74,6 +81,7 @@ class Fetcher:
         pins: IPinStore | None = None,
         identities: IIdentityStore | None = None,
         environ: Mapping[str, str] | None = None,
+        policy: IPolicyBackend | None = None,
     ) -> Fetcher:
         """
         Assemble the fetch pipeline for C{config} on C{reactor}.
@@ -88,6 +96,9 @@ class Fetcher:
         @param identities: The client identity store; by default the file
             store the configuration names (none when identities are off).
         @param environ: The environment default store locations derive from.
+        @param policy: Where pacing, the concurrency caps, the 44 board, the
+            caches and the robots.txt probes live: this process
+            (L{LocalPolicy}, the default) or a backend shared by replicas.
         """
         names = resolver if resolver is not None else reactor_resolver(reactor)
         gopher, gemini = config.gopher, config.gemini
@@ -96,9 +107,13 @@ class Fetcher:
         def connector(allow_local: bool, timeout: float) -> Connector:
             return Connector(reactor, names, AddressPolicy(allow_local=allow_local), timeout)
 
-        def cache(settings: GopherConfig | GeminiConfig) -> ResponseCache | None:
+        backend: IPolicyBackend = LocalPolicy() if policy is None else policy
+
+        def cache(scheme: str, settings: GopherConfig | GeminiConfig) -> IResponseCache | None:
             if settings.cache_enabled and settings.cache_ttl_seconds > 0:
-                return ResponseCache(clock, settings.cache_ttl_seconds, settings.max_cache_entries)
+                return backend.cache(
+                    scheme, clock, settings.cache_ttl_seconds, settings.max_cache_entries
+                )
             return None
 
         environ = os.environ if environ is None else environ
@@ -114,17 +129,19 @@ class Fetcher:
             clock,
             connector(gemini.allow_local_hosts, gemini.timeout_seconds),
             gemini,
-            cache(gemini),
+            cache("gemini", gemini),
             pins if gemini.tofu_enabled else None,
             identities if gemini.client_certs_enabled else None,
             offload=offload,
+            policy=backend,
         )
         gopher_pipeline = GopherPipeline(
             clock,
             connector(gopher.allow_local_hosts, gopher.timeout_seconds),
             gopher,
-            cache(gopher),
+            cache("gopher", gopher),
             offload=offload,
+            policy=backend,
         )
         return cls(clock, gopher_pipeline, gemini_pipeline)
 
@@ -145,9 +162,35 @@ class Fetcher:
         """Whether gemini:// URLs are fetched."""
         return self.gemini_pipeline is not None
 
-    def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
-        """Re-pin C{host}:C{port} to what it presented: on the user's explicit consent only."""
+    def trust_presented(
+        self, host: str, port: int, presented: PresentedCertificate
+    ) -> Deferred[Pin]:
+        """
+        Re-pin C{host}:C{port} to what it presented: on the user's explicit
+        consent only.  Fires with the pin once it is stored.
+        """
         return self._gemini().trust_presented(host, port, presented)
+
+    def with_identities(self, store: IIdentityStore | None) -> Fetcher:
+        """
+        A fetcher sharing everything with this one (caches, robots.txt
+        gates, pacing, caps, pins, the 44 board) but presenting the client
+        identities of C{store} (none when C{None}): one per principal.
+        """
+        return self.with_stores(pins=self.pins, identities=store)
+
+    def with_stores(self, *, pins: IPinStore | None, identities: IIdentityStore | None) -> Fetcher:
+        """
+        A fetcher sharing everything with this one (caches, robots.txt
+        gates, pacing, caps, the 44 board) but judging certificates against
+        C{pins} and presenting the identities of C{identities}: a
+        principal's view when pins are kept per principal.  C{pins} is
+        ignored when trust on first use is off.
+        """
+        gemini = self.gemini_pipeline
+        if gemini is None:
+            return self
+        return attrs.evolve(self, gemini_pipeline=gemini.with_stores(pins, identities))
 
     # --- fetching ---------------------------------------------------------------
 

@@ -20,7 +20,7 @@ that content, marked incomplete, rather than in C{TIMEOUT}.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import attrs
 from twisted.internet.defer import CancelledError, Deferred, fail, succeed
@@ -30,8 +30,9 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
-from gophergem.interfaces import IResponseCache
-from gophergem.policy.pacing import ConcurrencyCap, HostConnectionLimit, HostPacer
+from gophergem.interfaces import IConcurrencyCap, IHostPacer, IPolicyBackend, IResponseCache
+from gophergem.policy.local import LocalPolicy
+from gophergem.policy.pacing import HostConnectionLimit
 from gophergem.policy.robots import RobotsFetch, RobotsGate
 from gophergem.results import (
     CacheInfo,
@@ -41,6 +42,7 @@ from gophergem.results import (
     Window,
     iso_utc,
 )
+from gophergem.state import settle
 from gophergem.wire.robots import MAX_ROBOTS_BYTES
 
 __all__ = [
@@ -316,6 +318,8 @@ class _Limits(Protocol):
     def max_connections_per_host(self) -> int: ...
     @property
     def respect_robots_txt(self) -> bool: ...
+    @property
+    def robots_cache_ttl_seconds(self) -> int: ...
 
 
 C = TypeVar("C", bound=_Limits)
@@ -345,8 +349,8 @@ class Steps(Generic[C]):
     config: C
     cache: IResponseCache | None
     robots: RobotsGate | None
-    _pacer: HostPacer
-    _cap: ConcurrencyCap
+    _pacer: IHostPacer
+    _cap: IConcurrencyCap
     _hosts: HostConnectionLimit
 
     @classmethod
@@ -357,20 +361,31 @@ class Steps(Generic[C]):
         cache: IResponseCache | None,
         gate: Callable[[IReactorTime, RobotsFetch, C], RobotsGate],
         probe: RobotsFetch,
+        *,
+        scheme: str = "gopher",
+        policy: IPolicyBackend | None = None,
     ) -> Steps[C]:
         """
-        The steps for C{config}: its pacing, per-host connection limit and
-        concurrency cap, and (when it respects robots.txt) a gate made by
-        C{gate} that reads robots.txt through C{probe}.
+        The steps for C{config}: its pacing and concurrency cap (from
+        C{policy}, this process's own by default), its per-host connection
+        limit (always this process's: it counts this process's sockets), and
+        (when it respects robots.txt) a gate made by C{gate} that reads
+        robots.txt through C{probe}, as C{policy} wraps it.
+
+        @param scheme: C{"gopher"} or C{"gemini"}, for C{policy}.
         """
-        robots = gate(clock, probe, config) if config.respect_robots_txt else None
+        policy = LocalPolicy() if policy is None else policy
+        robots = None
+        if config.respect_robots_txt:
+            shared = policy.robots_probe(scheme, probe, config.robots_cache_ttl_seconds)
+            robots = gate(clock, shared, config)
         return cls(
             clock,
             config,
             cache,
             robots,
-            HostPacer(clock, config.requests_per_minute),
-            ConcurrencyCap(config.max_concurrent_requests),
+            policy.pacer(scheme, clock, config.requests_per_minute),
+            policy.cap(scheme, config.max_concurrent_requests),
             HostConnectionLimit(config.max_connections_per_host),
         )
 
@@ -413,7 +428,7 @@ class Steps(Generic[C]):
         return self.cache if self.config.cache_enabled and cacheable else None
 
     @staticmethod
-    def lookup(cache: IResponseCache | None, key: str, refresh: bool) -> object | None:
+    async def lookup(cache: IResponseCache | None, key: str, refresh: bool) -> object | None:
         """
         The cached download for C{key}, or C{None}; C{refresh} forgets it
         instead, so that the fresh one replaces it.
@@ -421,20 +436,20 @@ class Steps(Generic[C]):
         if cache is None:
             return None
         if refresh:
-            cache.discard(key)
+            await settle(cache.discard(key))
             return None
-        hit = cache.get(key)
+        hit = await settle(cache.get(key))
         return None if hit is None else hit[0]
 
     @staticmethod
-    def store(cache: IResponseCache | None, key: str, download: Download) -> None:
+    async def store(cache: IResponseCache | None, key: str, download: Download) -> None:
         """
         Keep C{download} when it arrived whole: one cut by a broken
         connection or the deadline is served, marked, and never replayed as
         if it were whole.
         """
         if cache is not None and download.incomplete_reason is None:
-            cache.put(key, download)
+            await settle(cache.put(key, download))
 
     def cache_info(self, fetched_at: float, from_cache: bool) -> CacheInfo:
         """Where a result came from: the cache or the wire, and how old it is."""
@@ -462,7 +477,10 @@ class Steps(Generic[C]):
                 await self._pacer.turn(host)
             return await work()
 
-        return self._hosts.run(host, lambda: self._cap.run(lambda: Deferred.fromCoroutine(turn())))
+        def capped() -> Deferred[T]:
+            return cast("Deferred[T]", self._cap.run(lambda: Deferred.fromCoroutine(turn())))
+
+        return self._hosts.run(host, capped)
 
     def probe_limit(self) -> int:
         """How many bytes of robots.txt are read."""

@@ -13,9 +13,12 @@ toggle is indexed once per page, so walking a long page stays linear.
 
 Every status becomes a result kind (SPEC §5).  Redirects are reported, never
 followed; input prompts are returned for the model to answer; a 44 backs the
-host off.  Trust on first use (L{gophergem.trust.tofu.TrustOnFirstUse}) is
-judged inside the TLS handshake and committed to the pin store only once the
-handshake has completed, before the request is written.
+host off.  Trust on first use (L{gophergem.trust.tofu.TrustOnFirstUse}): the
+pin is read before connecting, the certificate judged against it inside the
+TLS handshake, and the pin committed to the store once the handshake has
+completed; the request is written only after the store has answered.
+Every store, the cache and the 44 board may answer later (a Deferred): each
+call is awaited through L{gophergem.state.settle}.
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import partial
 from urllib.parse import unquote
 
 import attrs
@@ -68,8 +70,14 @@ from gophergem.fetcher._pipeline import (
     window_for,
 )
 from gophergem.fetcher._redact import Scrubber
-from gophergem.interfaces import IIdentityStore, IPinStore, IResponseCache
-from gophergem.policy.pacing import SlowDownBoard
+from gophergem.interfaces import (
+    IIdentityStore,
+    IPinStore,
+    IPolicyBackend,
+    IResponseCache,
+    ISlowDownBoard,
+)
+from gophergem.policy.local import LocalPolicy
 from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
     CacheInfo,
@@ -85,9 +93,10 @@ from gophergem.results import (
     SuccessResult,
     iso_utc,
 )
+from gophergem.state import settle
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust import Identity, Pin
-from gophergem.trust.decision import PresentedCertificate
+from gophergem.trust.decision import PresentedCertificate, TrustDecision
 from gophergem.trust.tofu import TLSFacts, TrustOnFirstUse
 from gophergem.url import GeminiURL, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
@@ -309,6 +318,12 @@ class GeminiPipeline:
     @ivar pins: The TOFU pin store (C{None} when TOFU is off).
     @ivar identities: The client identity store (C{None} when identities are off).
     @ivar offload: How a large body is decoded (see L{gophergem.fetcher.gopher}).
+    @ivar policy: Where the pacer, the concurrency cap and the 44 board come from.
+
+    The steps, the trust object, the board and what is known of prompts are
+    made once and passed on by C{attrs.evolve}: a pipeline evolved with
+    other C{identities} (L{gophergem.fetcher.Fetcher.with_identities})
+    shares them all by reference.
     """
 
     clock: IReactorTime
@@ -318,15 +333,24 @@ class GeminiPipeline:
     pins: IPinStore | None = None
     identities: IIdentityStore | None = None
     offload: Offload = attrs.field(default=run_inline, kw_only=True)
-    _steps: Steps[GeminiConfig] = attrs.field(init=False)
-    _tofu: TrustOnFirstUse = attrs.field(init=False)
-    _board: SlowDownBoard = attrs.field(init=False)
-    _prompts: OrderedDict[tuple[str, int, str], bool] = attrs.field(init=False, factory=OrderedDict)
+    policy: IPolicyBackend = attrs.field(factory=LocalPolicy, kw_only=True)
+    _steps: Steps[GeminiConfig] = attrs.field(kw_only=True)
+    _tofu: TrustOnFirstUse = attrs.field(kw_only=True)
+    _board: ISlowDownBoard = attrs.field(kw_only=True)
+    _prompts: OrderedDict[tuple[str, int, str], bool] = attrs.field(
+        kw_only=True, factory=OrderedDict
+    )
 
     @_steps.default
     def _start(self) -> Steps[GeminiConfig]:
         return Steps.start(
-            self.clock, self.config, self.cache, RobotsGate.for_gemini, self._fetch_robots
+            self.clock,
+            self.config,
+            self.cache,
+            RobotsGate.for_gemini,
+            self._fetch_robots,
+            scheme="gemini",
+            policy=self.policy,
         )
 
     @_tofu.default
@@ -335,8 +359,23 @@ class GeminiPipeline:
         return TrustOnFirstUse(self.clock, pins, self.config.tofu_reject_expired)
 
     @_board.default
-    def _slow_down_board(self) -> SlowDownBoard:
-        return SlowDownBoard(self.clock)
+    def _slow_down_board(self) -> ISlowDownBoard:
+        return self.policy.board("gemini", self.clock)
+
+    def with_stores(
+        self, pins: IPinStore | None, identities: IIdentityStore | None
+    ) -> GeminiPipeline:
+        """
+        This pipeline with other pin and identity stores, sharing its steps
+        (cache, robots.txt gate, pacing, caps) and its 44 board by
+        reference.  C{pins} is ignored when this pipeline keeps none.
+        """
+        if self.pins is None:
+            pins = None
+        if pins is self.pins and identities is self.identities:
+            return self
+        tofu = self._tofu if pins is self.pins else attrs.evolve(self._tofu, pins=pins)
+        return attrs.evolve(self, pins=pins, identities=identities, tofu=tofu)
 
     def fetch(
         self, url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
@@ -418,22 +457,28 @@ class GeminiPipeline:
         url.request_line()  # raises when the request would be over 1024 bytes
         self._steps.check_allowlists(url.host, url.port)
 
-    def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
+    def trust_presented(
+        self, host: str, port: int, presented: PresentedCertificate
+    ) -> Deferred[Pin]:
         """
-        Pin C{presented} for C{host}:C{port}, replacing the old pin.
+        Pin C{presented} for C{host}:C{port}, replacing the old pin; fires
+        with the pin once it is stored.
 
         Only for the user's explicit consent (an elicitation answer), never
         on a model's or a page's say-so.
         """
-        pin = self._tofu.trust_presented(host, port, presented)
-        self._steps.forget_robots(host, port)
-        return pin
+
+        def stored(pin: Pin) -> Pin:
+            self._steps.forget_robots(host, port)
+            return pin
+
+        return self._tofu.trust_presented(host, port, presented).addCallback(stored)
 
     # --- slow down (44) ---------------------------------------------------------
 
-    def retry_after(self, host: str, port: int) -> float | None:
+    def retry_after(self, host: str, port: int) -> Deferred[float | None]:
         """Seconds left in a 44 back-off for C{host}:C{port}, or C{None}."""
-        return self._board.retry_after(host, port)
+        return settle(self._board.retry_after(host, port))
 
     # --- the exchange -----------------------------------------------------------
 
@@ -452,14 +497,14 @@ class GeminiPipeline:
             raise _cause_first(refusal) from refusal
         identity = None
         if self.identities is not None and self.config.client_certs_enabled:
-            identity = self.identities.find(url.host, url.port, url.path)
+            identity = await settle(self.identities.find(url.host, url.port, url.path))
         key = url.to_text() + (f" #identity={identity.fingerprint}" if identity else "")
         cache = steps.cache_for(url.query is None)
-        hit = steps.lookup(cache, key, refresh)
+        hit = await steps.lookup(cache, key, refresh)
         if hit is not None:
             assert isinstance(hit, GeminiDownload)
             return self._render(url, info, hit, offset, from_cache=True)
-        self._refuse_while_slowed(url.host, url.port)
+        await self._refuse_while_slowed(url.host, url.port)
         response, tls = await steps.exchange(
             url.host,
             lambda: self._round_trip(url, identity, deadline=deadline),
@@ -469,17 +514,17 @@ class GeminiPipeline:
         header = response.header
         try:
             if wire.status_class(header.status) != 2:
-                return self._status_result(url, info, header, presented=identity is not None)
+                return await self._status_result(url, info, header, presented=identity is not None)
             download = await self._download(response, tls)
-            self._board.clear(url.host, url.port)
-            steps.store(cache, key, download)
+            await settle(self._board.clear(url.host, url.port))
+            await steps.store(cache, key, download)
             return self._render(url, info, download, offset, from_cache=False)
         except GophergemError as error:
             # Failures after the exchange keep what we learnt about the connection.
             return FetchFailure(request_info=info, error=error)
 
-    def _refuse_while_slowed(self, host: str, port: int) -> None:
-        wait = self._board.retry_after(host, port)
+    async def _refuse_while_slowed(self, host: str, port: int) -> None:
+        wait = await settle(self._board.retry_after(host, port))
         if wait is not None:
             seconds = math.ceil(wait)
             raise SlowDown(
@@ -500,9 +545,14 @@ class GeminiPipeline:
         credentials = None
         if identity is not None:
             assert self.identities is not None  # the identity was found there
-            credentials = self.identities.credentials(identity)
+            credentials = await settle(self.identities.credentials(identity))
         tofu = self._tofu
-        creator = GeminiTLSCreator(url.host, partial(tofu.judge, url.host, url.port), credentials)
+        pinned = await tofu.pinned(url.host, url.port)  # before connecting: the store may be slow
+
+        def judge(presented: PresentedCertificate) -> TrustDecision:
+            return tofu.judge(url.host, url.port, presented, pinned)
+
+        creator = GeminiTLSCreator(url.host, judge, credentials)
         protocol = GeminiClientProtocol(
             url.request_line(),
             limit or self.config.max_response_size,
@@ -529,7 +579,7 @@ class GeminiPipeline:
         limit = self._steps.probe_limit()
 
         async def probe() -> bytes | None:
-            self._refuse_while_slowed(host, port)
+            await self._refuse_while_slowed(host, port)
             response, _ = await self._steps.exchange(
                 host, lambda: self._round_trip(url, None, limit=limit), paced=False
             )
@@ -540,7 +590,7 @@ class GeminiPipeline:
             if status == 51:
                 return None
             if status == 44:
-                wait = self._board.note(host, port, response.header.meta)
+                wait = await settle(self._board.note(host, port, response.header.meta))
                 raise SlowDown(
                     message="The capsule asked us to slow down while reading robots.txt.",
                     retry_after_seconds=math.ceil(wait),
@@ -555,7 +605,7 @@ class GeminiPipeline:
 
     # --- statuses ---------------------------------------------------------------
 
-    def _status_result(
+    async def _status_result(
         self,
         url: GeminiURL,
         info: GeminiRequestInfo,
@@ -597,7 +647,7 @@ class GeminiPipeline:
         if status_class == 4:
             retry_after = None
             if status == 44:
-                retry_after = self._board.note(url.host, url.port, meta)
+                retry_after = await settle(self._board.note(url.host, url.port, meta))
             raise TemporaryError(
                 message=f"The capsule answered {status}: a temporary failure.",
                 status=status,

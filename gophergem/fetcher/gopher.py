@@ -40,7 +40,8 @@ from gophergem.fetcher._pipeline import (
     run_inline,
     window_for,
 )
-from gophergem.interfaces import IResponseCache
+from gophergem.interfaces import IPolicyBackend, IResponseCache
+from gophergem.policy.local import LocalPolicy
 from gophergem.policy.robots import RobotsGate
 from gophergem.results import (
     BinaryResult,
@@ -127,6 +128,7 @@ class GopherPipeline:
     @ivar connector: The connect pinch point.
     @ivar config: Limits and switches for Gopher.
     @ivar cache: Where parsed responses are kept, if anywhere.
+    @ivar policy: Where the pacer and the concurrency cap come from.
     @ivar offload: How a large response is parsed: on the reactor's thread
         pool in production (L{gophergem.fetcher._pipeline.offloader}),
         inline by default and on memory reactors.
@@ -137,12 +139,19 @@ class GopherPipeline:
     config: GopherConfig = attrs.field(factory=GopherConfig)
     cache: IResponseCache | None = None
     offload: Offload = attrs.field(default=run_inline, kw_only=True)
+    policy: IPolicyBackend = attrs.field(factory=LocalPolicy, kw_only=True)
     _steps: Steps[GopherConfig] = attrs.field(init=False)
 
     @_steps.default
     def _start(self) -> Steps[GopherConfig]:
         return Steps.start(
-            self.clock, self.config, self.cache, RobotsGate.for_gopher, self._fetch_robots
+            self.clock,
+            self.config,
+            self.cache,
+            RobotsGate.for_gopher,
+            self._fetch_robots,
+            scheme="gopher",
+            policy=self.policy,
         )
 
     def fetch(
@@ -229,7 +238,7 @@ class GopherPipeline:
         await steps.check_robots(url.host, url.port, paths)
         key = url.to_text()
         cache = steps.cache_for()
-        hit = steps.lookup(cache, key, refresh)
+        hit = await steps.lookup(cache, key, refresh)
         if hit is not None:
             assert isinstance(hit, GopherDownload)
             return hit, True
@@ -258,7 +267,7 @@ class GopherPipeline:
             plain=kind is wire.Category.TEXT and is_plain_ascii(raw.data),
         )
         download = download.with_memo(self.config.max_rendered_chars, self.config.max_menu_items)
-        steps.store(cache, key, download)
+        await steps.store(cache, key, download)
         return download, False
 
     async def _exchange(

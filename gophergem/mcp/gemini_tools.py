@@ -172,7 +172,7 @@ async def gemini_fetch(
             info = result.request_info
             # A certificate was presented, so the fetch got as far as a host and port.
             assert info.host is not None and info.port is not None
-            fetcher.trust_presented(info.host, info.port, error.presented)
+            await wait_for(fetcher.trust_presented(info.host, info.port, error.presented))
             result = await wait_for(
                 fetcher.gemini(url, input=input, offset=offset, refresh=refresh)
             )

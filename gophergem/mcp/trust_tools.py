@@ -5,20 +5,24 @@ C{gemini_trust_update}, C{gemini_client_cert_list} and
 C{gemini_client_cert_update}.
 
 Each is a few lines over L{gophergem.trust.operations} on the stores of the
-server's L{IFetcher}.  The update tools ask the user first when the client
-can be asked (the SDK's C{Resolve}/C{Elicit}), never ask about what cannot
-happen, and change nothing on a no.  L{register} adds them to a server.
+server's L{IFetcher}; the store operations are coroutines over Deferreds
+(a store may answer later), awaited here on the asyncio loop (L{_done}).
+The update tools ask the user first when the client can be asked (the
+SDK's C{Resolve}/C{Elicit}), never ask about what cannot happen, and change
+nothing on a no.  L{register} adds them to a server.
 """
 
 # No "from __future__ import annotations": the tools' Resolve(...) markers name
 # resolvers, so the annotations must be evaluated where they are written.
 
-from typing import Annotated, Any, Literal
+from collections.abc import Coroutine
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp_types import CallToolResult
 from pydantic import Field
+from twisted.internet.defer import Deferred
 
 from gophergem.errors import GophergemError, UserDeclined
 from gophergem.mcp._tools import (
@@ -33,6 +37,7 @@ from gophergem.mcp._tools import (
     may_proceed,
     tool_error,
     tool_result,
+    wait_for,
 )
 from gophergem.trust import Pin
 from gophergem.trust import operations as ops
@@ -71,6 +76,13 @@ CERT_UPDATE = (
 
 _DECLINED = "The user declined; nothing was changed."
 
+_T = TypeVar("_T")
+
+
+async def _done(operation: Coroutine[Any, Any, _T]) -> _T:
+    """Run a store C{operation} (a coroutine awaiting Deferreds) and await it here."""
+    return await wait_for(Deferred.fromCoroutine(operation))
+
 
 # --- pins -----------------------------------------------------------------------
 
@@ -82,7 +94,7 @@ async def gemini_trust_list(
     """List pins."""
     fetcher = fetcher_of(ctx)
     try:
-        pins = ops.list_pins(fetcher.pins, host)
+        pins = await _done(ops.list_pins(fetcher.pins, host))
     except GophergemError as error:
         return tool_error(error)
     now = fetcher.clock.seconds()
@@ -96,7 +108,7 @@ async def pin_in_the_way(
     if action != "pin":
         return None
     try:
-        return ops.pin_in_the_way(fetcher_of(ctx).pins, host, port, fingerprint)
+        return await _done(ops.pin_in_the_way(fetcher_of(ctx).pins, host, port, fingerprint))
     except GophergemError:
         return None  # the tool reports why
 
@@ -114,7 +126,7 @@ async def confirm_trust_update(
         return None
     try:
         if action == "remove":
-            ops.pin_to_remove(fetcher_of(ctx).pins, host, port, fingerprint)
+            await _done(ops.pin_to_remove(fetcher_of(ctx).pins, host, port, fingerprint))
         else:
             ops.check_host(host, port)
     except GophergemError:
@@ -159,13 +171,15 @@ async def gemini_trust_update(
     fetcher = fetcher_of(ctx)
     try:
         if action == "remove":
-            pin = ops.remove_pin(fetcher.pins, host, port, fingerprint)
+            pin = await _done(ops.remove_pin(fetcher.pins, host, port, fingerprint))
         else:
             # Only the user's yes to replacing exactly this pin replaces it;
             # without it the operation refuses with PIN_EXISTS.
             agreed = in_the_way.fingerprint if in_the_way and confirmed(consent) else None
-            pin = ops.pin_fingerprint(
-                fetcher.pins, host, port, fingerprint, fetcher.clock.seconds(), replacing=agreed
+            pin = await _done(
+                ops.pin_fingerprint(
+                    fetcher.pins, host, port, fingerprint, fetcher.clock.seconds(), replacing=agreed
+                )
             )
     except GophergemError as error:
         return tool_error(error)
@@ -182,7 +196,7 @@ async def gemini_client_cert_list(
     """List identities."""
     fetcher = fetcher_of(ctx)
     try:
-        identities = ops.list_identities(fetcher.identities, host)
+        identities = await _done(ops.list_identities(fetcher.identities, host))
     except GophergemError as error:
         return tool_error(error)
     now = fetcher.clock.seconds()
@@ -202,7 +216,7 @@ async def confirm_cert_update(
         return None
     if action == "remove":
         try:
-            ops.identity_to_remove(fetcher_of(ctx).identities, url, fingerprint)
+            await _done(ops.identity_to_remove(fetcher_of(ctx).identities, url, fingerprint))
         except GophergemError:
             return None  # the tool reports why; never ask about what cannot happen
     if action == "create":
@@ -231,9 +245,9 @@ async def gemini_client_cert_update(
     now = fetcher.clock.seconds()
     try:
         if action == "create":
-            identity = ops.create_identity(fetcher.identities, url, now)
+            identity = await _done(ops.create_identity(fetcher.identities, url, now))
         else:
-            identity = ops.remove_identity(fetcher.identities, url, fingerprint)
+            identity = await _done(ops.remove_identity(fetcher.identities, url, fingerprint))
     except GophergemError as error:
         return tool_error(error)
     return tool_result(

@@ -30,6 +30,9 @@ from typing import Any, ParamSpec, TypeVar, overload
 import attrs
 from twisted.internet.defer import Deferred, DeferredSemaphore, fail, maybeDeferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from zope.interface import implementer
+
+from gophergem.interfaces import IConcurrencyCap, IHostPacer, ISlowDownBoard
 
 __all__ = [
     "MAX_SLOW_DOWN_SECONDS",
@@ -66,6 +69,7 @@ class _Lane:
     timer: IDelayedCall | None = None
 
 
+@implementer(IHostPacer)
 @attrs.define
 class HostPacer:
     """
@@ -237,6 +241,7 @@ class HostConnectionLimit:
             del self._hosts[key]
 
 
+@implementer(IConcurrencyCap)
 @attrs.define
 class ConcurrencyCap:
     """
@@ -308,6 +313,7 @@ class _Backoff:
     streak: int
 
 
+@implementer(ISlowDownBoard)
 @attrs.define
 class SlowDownBoard:
     """

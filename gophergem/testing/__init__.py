@@ -11,6 +11,10 @@ tests: no sockets, no threads, no real time.
     address and port; a fetcher built on it runs entirely in memory.  As on
     a real socket, C{abortConnection} at either end reaches both ends as
     C{ConnectionLost} (a reset), C{loseConnection} as C{ConnectionDone}.
+  - L{DeferringStore}: wraps any store (pins, identities, feeds, a cache,
+    the 44 board) so that every method answers with a Deferred, at once or
+    only when a clock is advanced: proof that a caller never takes a
+    store's answer to be immediate.
 
 Example::
 
@@ -30,12 +34,12 @@ import attrs
 from twisted.internet.address import IPv4Address as TwistedIPv4Address
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.error import ConnectionLost, ConnectionRefusedError
-from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
+from twisted.internet.interfaces import IOpenSSLServerConnectionCreator, IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactorClock
 from twisted.python.failure import Failure
 from twisted.test import iosim
-from zope.interface import implementer
+from zope.interface import directlyProvides, implementer, providedBy
 
 from gophergem.config import Config
 from gophergem.errors import DNSError
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     from gophergem.tls import _OpenSSLPrivateKey
 
 __all__ = [
+    "DeferringStore",
     "FakeGeminiServer",
     "FakeGopherServer",
     "FakeResolver",
@@ -446,3 +451,61 @@ class MemoryNetwork:
         if isinstance(result, Failure):
             result.raiseException()
         return result  # type: ignore[no-any-return]
+
+
+class DeferringStore:
+    """
+    Any store, answering later: every method of the wrapped C{store} returns
+    a L{Deferred} (what a networked store does) firing with what the store
+    answered, or failing with what it raised.  Other attributes (a cache's
+    C{ttl}, a memory store's contents) are the store's own.
+
+    Without a clock, the Deferred fires before the call returns.  With one,
+    the store is called, and the Deferred fired, only when the clock next
+    advances (C{callLater(0)}): a caller that takes the answer for granted
+    sees an unfired Deferred.  Cancelling the Deferred before then calls
+    nothing.
+
+    The wrapper provides every interface the store provides.
+
+    @ivar store: The store wrapped.
+    @ivar clock: When given, where the answers wait for the clock to advance.
+    @ivar calls: The names of the methods called, in order.
+    """
+
+    def __init__(self, store: object, clock: IReactorTime | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.calls: list[str] = []
+        directlyProvides(self, *providedBy(store))
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.store, name)
+        if name.startswith("_") or not callable(value):
+            return value
+
+        def later(*args: Any, **kwargs: Any) -> Deferred[Any]:
+            self.calls.append(name)
+            if self.clock is None:
+                return _answer(value, args, kwargs)
+            answer: Deferred[Any] = Deferred(lambda _: call.cancel())
+
+            def deliver() -> None:
+                _answer(value, args, kwargs).chainDeferred(answer)
+
+            call = self.clock.callLater(0, deliver)
+            return answer
+
+        return later
+
+    def __repr__(self) -> str:
+        timing = "at once" if self.clock is None else "on the clock"
+        return f"<DeferringStore of {self.store!r}, answering {timing}>"
+
+
+def _answer(method: Callable[..., Any], args: Any, kwargs: Any) -> Deferred[Any]:
+    """What C{method(*args, **kwargs)} answers, as a Deferred that has fired."""
+    try:
+        return succeed(method(*args, **kwargs))
+    except Exception:
+        return fail(Failure())

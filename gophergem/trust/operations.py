@@ -6,6 +6,11 @@ The MCP tools and the CLI call these; they hold the interlocks (a pin is
 removed only by naming its fingerprint, replaced only by naming the one the
 user agreed to replace, an identity is never replaced) and raise coded
 errors.  Asking the user first is the caller's job.
+
+The functions that read or write a store are coroutines (C{async def}): a
+store may answer later (see L{gophergem.interfaces}), so each of its calls
+is awaited through L{gophergem.state.settle}.  The pure ones (entries,
+checks) stay plain functions.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from gophergem.errors import (
 )
 from gophergem.interfaces import IIdentityStore, IPinStore
 from gophergem.results import iso_utc
+from gophergem.state import settle
 from gophergem.trust import Identity, Pin
 from gophergem.trust.fingerprints import normalise_fingerprint
 from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, format_host, parse_host
@@ -84,14 +90,15 @@ def _identities(store: IIdentityStore | None) -> IIdentityStore:
     return store
 
 
-def list_pins(store: IPinStore | None, host: str | None = None) -> list[Pin]:
+async def list_pins(store: IPinStore | None, host: str | None = None) -> list[Pin]:
     """Every pin, or those of C{host}."""
     if host is not None:
         host, _ = check_host(host)
-    return list(_pins(store).all(host))
+    pins: list[Pin] = await settle(_pins(store).all(host))
+    return list(pins)
 
 
-def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
+async def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
     """
     Check a removal without doing it: the pin of C{host}:C{port}, which
     must be C{fingerprint}.  Lets a caller ask the user only about a removal
@@ -102,7 +109,7 @@ def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerprint: An
     store = _pins(store)
     host, port = check_host(host, port)
     wanted = _fingerprint(fingerprint)
-    pinned = store.get(host, port)
+    pinned = await settle(store.get(host, port))
     if pinned is None:
         raise FingerprintMismatch(message=f"No certificate is pinned for {host}:{port}.")
     assert isinstance(pinned, Pin)
@@ -115,19 +122,21 @@ def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerprint: An
     return pinned
 
 
-def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
+async def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin:
     """
     Remove the pin of C{host}:C{port}, which must be C{fingerprint}.
 
     @raise FingerprintMismatch: When no pin exists or it is another one;
         nothing changes.
     """
-    pinned = pin_to_remove(store, host, port, fingerprint)
-    _pins(store).remove(pinned.host, pinned.port)
+    pinned = await pin_to_remove(store, host, port, fingerprint)
+    await settle(_pins(store).remove(pinned.host, pinned.port))
     return pinned
 
 
-def pin_in_the_way(store: IPinStore | None, host: Any, port: Any, fingerprint: Any) -> Pin | None:
+async def pin_in_the_way(
+    store: IPinStore | None, host: Any, port: Any, fingerprint: Any
+) -> Pin | None:
     """
     Check a pin without doing it: the pin of C{host}:C{port} that pinning
     C{fingerprint} would replace, or C{None} when the host has no pin or
@@ -139,14 +148,14 @@ def pin_in_the_way(store: IPinStore | None, host: Any, port: Any, fingerprint: A
     store = _pins(store)
     host, port = check_host(host, port)
     wanted = _fingerprint(fingerprint)
-    pinned = store.get(host, port)
+    pinned = await settle(store.get(host, port))
     if pinned is None or pinned.fingerprint == wanted:
         return None
     assert isinstance(pinned, Pin)
     return pinned
 
 
-def pin_fingerprint(
+async def pin_fingerprint(
     store: IPinStore | None,
     host: Any,
     port: Any,
@@ -184,7 +193,7 @@ def pin_fingerprint(
         not_before=0.0,
         expires=0.0,
     )
-    existing = store.put_new(pin)
+    existing = await settle(store.put_new(pin))
     if existing is None:
         return pin
     assert isinstance(existing, Pin)
@@ -199,7 +208,7 @@ def pin_fingerprint(
             f"{existing.fingerprint}, then pin the new fingerprint.",
             pinned_fingerprint=existing.fingerprint,
         )
-    store.put(pin)
+    await settle(store.put(pin))
     return pin
 
 
@@ -258,14 +267,15 @@ def _scope_path(path: str) -> str:
     return path if path.endswith("/") else path + "/"
 
 
-def list_identities(store: IIdentityStore | None, host: str | None = None) -> list[Identity]:
+async def list_identities(store: IIdentityStore | None, host: str | None = None) -> list[Identity]:
     """Every identity, or those of C{host}; never keys or paths."""
     if host is not None:
         host, _ = check_host(host)
-    return list(_identities(store).all(host))
+    identities: list[Identity] = await settle(_identities(store).all(host))
+    return list(identities)
 
 
-def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Identity:
+async def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Identity:
     """
     Mint an identity whose scope is C{url}'s host, port and path prefix.
 
@@ -274,7 +284,7 @@ def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Ident
     store = _identities(store)
     scope = _scope(url)
     path = _scope_path(scope.path)
-    for existing in store.all(scope.host):
+    for existing in await settle(store.all(scope.host)):
         assert isinstance(existing, Identity)
         if (existing.port, existing.path) == (scope.port, path):
             raise CertificateExists(
@@ -282,12 +292,12 @@ def create_identity(store: IIdentityStore | None, url: Any, now: float) -> Ident
                 f"({existing.fingerprint}); it was not replaced.",
                 next_step="Use it as it is, or remove it (naming its fingerprint) first.",
             )
-    identity = store.create(scope.host, scope.port, path, now)
+    identity = await settle(store.create(scope.host, scope.port, path, now))
     assert isinstance(identity, Identity)
     return identity
 
 
-def identity_to_remove(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
+async def identity_to_remove(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
     """
     Check a removal without doing it: the identity of C{url}'s scope, which
     must have C{fingerprint}.
@@ -298,7 +308,7 @@ def identity_to_remove(store: IIdentityStore | None, url: Any, fingerprint: Any)
     scope = _scope(url)
     path = _scope_path(scope.path)
     wanted = _fingerprint(fingerprint)
-    for existing in store.all(scope.host):
+    for existing in await settle(store.all(scope.host)):
         assert isinstance(existing, Identity)
         if (existing.port, existing.path) == (scope.port, path):
             if existing.fingerprint != wanted:
@@ -311,12 +321,12 @@ def identity_to_remove(store: IIdentityStore | None, url: Any, fingerprint: Any)
     raise FingerprintMismatch(message="No identity has exactly that scope; nothing was changed.")
 
 
-def remove_identity(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
+async def remove_identity(store: IIdentityStore | None, url: Any, fingerprint: Any) -> Identity:
     """
     Delete the identity of C{url}'s scope, which must have C{fingerprint}.
 
     @raise FingerprintMismatch: When none exists there or it is another one.
     """
-    existing = identity_to_remove(store, url, fingerprint)
-    _identities(store).remove(existing.host, existing.port, existing.path)
+    existing = await identity_to_remove(store, url, fingerprint)
+    await settle(_identities(store).remove(existing.host, existing.port, existing.path))
     return existing

@@ -4,13 +4,16 @@ Trust on first use, in one object: L{TrustOnFirstUse}.
 
 The Gemini pipeline makes one call per step of a connection:
 
-  1. L{TrustOnFirstUse.judge}, from the TLS verify callback when the
-     server's certificate arrives: read the pin and decide (pure,
+  1. L{TrustOnFirstUse.pinned}, before connecting: read the host's pin (the
+     store may answer later, so it is not read inside the handshake).
+  2. L{TrustOnFirstUse.judge}, from the TLS verify callback when the
+     server's certificate arrives: decide against that pin (pure,
      L{gophergem.trust.decision.decide}).
-  2. L{TrustOnFirstUse.commit}, once the handshake has completed and before
+  3. L{TrustOnFirstUse.commit}, once the handshake has completed and before
      any request byte: write the pin, settling the first-use race with
-     another process sharing the store (C{put_new}).
-  3. L{TrustOnFirstUse.facts}, for the result's C{request_info}: the TLS
+     another process sharing the store (C{put_new}).  The request waits for
+     the write.
+  4. L{TrustOnFirstUse.facts}, for the result's C{request_info}: the TLS
      version and cipher, the fingerprint, the warnings.
 
 L{TrustOnFirstUse.trust_presented} re-pins a host on the user's explicit
@@ -22,11 +25,13 @@ from __future__ import annotations
 from typing import TypedDict
 
 import attrs
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
 from gophergem.errors import TofuDisabled
 from gophergem.interfaces import IPinStore
+from gophergem.state import settle
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, Verdict, decide
 
@@ -79,40 +84,57 @@ class TrustOnFirstUse:
             pinning=self.pins is not None,
         )
 
-    def judge(self, host: str, port: int, presented: PresentedCertificate) -> TrustDecision:
+    def pinned(self, host: str, port: int) -> Deferred[Pin | None]:
         """
-        Decide on the certificate C{host}:C{port} presented, against its pin.
+        Read the pin of C{host}:C{port}, before connecting to it: C{None}
+        when there is none, or trust on first use is off.  The Deferred
+        fails with the store's error when it cannot be read (nothing is then
+        sent, nor even connected).
+        """
+        if self.pins is None:
+            return succeed(None)
+        return settle(self.pins.get(host, port))
 
-        @raise gophergem.errors.CertificateStoreUnavailable: When the store
-            cannot be read (the handshake then fails closed).
+    def judge(
+        self, host: str, port: int, presented: PresentedCertificate, pinned: Pin | None
+    ) -> TrustDecision:
         """
-        pinned = self.pins.get(host, port) if self.pins is not None else None
+        Decide on the certificate C{host}:C{port} presented, against
+        C{pinned} (what L{pinned} read before connecting).  Pure: it is
+        called inside the TLS handshake.
+        """
         return self._decide(host, port, pinned, presented)
 
-    def commit(self, decision: TrustDecision | None) -> None:
+    def commit(self, decision: TrustDecision | None) -> Deferred[None] | None:
         """
         Store what C{decision} pins, once the handshake has completed.
 
         On first use the pin is written only if no other process sharing the
-        store has pinned this host since the handshake began (one locked
-        step); if one has, the certificate is judged again against that pin.
+        store has pinned this host since its pin was read (one step of the
+        store, C{put_new}); if one has, the certificate is judged again
+        against that pin.
 
-        @raise gophergem.errors.GophergemError: The refusal of that second
-            judgement, or the store's failure: the request is then never sent.
+        @return: C{None} when there is nothing to store, else a Deferred
+            firing once the pin is stored, or failing with the refusal of
+            that second judgement or with the store's error: the request
+            must then never be sent.
         """
         if decision is None or decision.pin is None or self.pins is None:
-            return
+            return None
+        return Deferred.fromCoroutine(self._commit(self.pins, decision.pin, decision))
+
+    async def _commit(self, pins: IPinStore, pin: Pin, decision: TrustDecision) -> None:
         if decision.verdict is not Verdict.FIRST_USE:
-            self.pins.put(decision.pin)
+            await settle(pins.put(pin))
             return
-        existing = self.pins.put_new(decision.pin)
+        existing = await settle(pins.put_new(pin))
         if existing is None:
             return
-        again = self._decide(decision.pin.host, decision.pin.port, existing, decision.presented)
+        again = self._decide(pin.host, pin.port, existing, decision.presented)
         if again.refusal is not None:
             raise again.refusal
         if again.pin is not None:
-            self.pins.put(again.pin)
+            await settle(pins.put(again.pin))
 
     @staticmethod
     def facts(
@@ -137,19 +159,28 @@ class TrustOnFirstUse:
             facts["client_cert_warning"] = TLS_1_2_CLIENT_CERT_WARNING
         return facts
 
-    def trust_presented(self, host: str, port: int, presented: PresentedCertificate) -> Pin:
+    def trust_presented(
+        self, host: str, port: int, presented: PresentedCertificate
+    ) -> Deferred[Pin]:
         """
-        Pin C{presented} for C{host}:C{port}, replacing the old pin.
+        Pin C{presented} for C{host}:C{port}, replacing the old pin; the
+        Deferred fires with the pin once it is stored.
 
         Only for the user's explicit consent (an elicitation answer), never
         on a model's or a page's say-so.
 
-        @raise TofuDisabled: When trust on first use is off.
+        @raise TofuDisabled: When trust on first use is off (raised on the
+            call, nothing is stored).
         """
-        if self.pins is None:
+        pins = self.pins
+        if pins is None:
             raise TofuDisabled(message="Trust on first use is switched off.")
         now = self.clock.seconds()
         pin = presented.pin(host, port, first_seen=now, now=now)
-        self.pins.put(pin)
-        log.info("re-pinned {host}:{port} on the user's consent", host=host, port=port)
-        return pin
+
+        async def store() -> Pin:
+            await settle(pins.put(pin))
+            log.info("re-pinned {host}:{port} on the user's consent", host=host, port=port)
+            return pin
+
+        return Deferred.fromCoroutine(store())

@@ -1,0 +1,69 @@
+"""
+Tests for L{gophergem.policy.local}: L{LocalPolicy} hands out this
+process's pacer, cap, 44 board and cache, and passes robots.txt probes on.
+"""
+
+from __future__ import annotations
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.task import Clock
+from zope.interface.verify import verifyObject
+
+from gophergem.interfaces import (
+    IConcurrencyCap,
+    IHostPacer,
+    IPolicyBackend,
+    IResponseCache,
+    ISlowDownBoard,
+)
+from gophergem.policy.cache import ResponseCache
+from gophergem.policy.local import LocalPolicy
+from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
+
+
+def test_provides_the_interfaces() -> None:
+    """The policy and everything it builds verify against their interfaces."""
+    policy, clock = LocalPolicy(), Clock()
+    assert verifyObject(IPolicyBackend, policy)
+    assert verifyObject(IHostPacer, policy.pacer("gemini", clock, 60))
+    assert verifyObject(IConcurrencyCap, policy.cap("gemini", 4))
+    assert verifyObject(ISlowDownBoard, policy.board("gemini", clock))
+    assert verifyObject(IResponseCache, policy.cache("gopher", clock, 300, 10))
+
+
+def test_builds_todays_classes() -> None:
+    """Each factory builds a fresh in-process object with the settings given."""
+    policy, clock = LocalPolicy(), Clock()
+    pacer = policy.pacer("gopher", clock, 30)
+    assert isinstance(pacer, HostPacer) and pacer.interval == 2.0
+    cap = policy.cap("gopher", 3)
+    assert isinstance(cap, ConcurrencyCap) and cap.limit == 3
+    assert isinstance(policy.board("gemini", clock), SlowDownBoard)
+    cache = policy.cache("gemini", clock, 60, 5)
+    assert isinstance(cache, ResponseCache) and (cache.ttl, cache.max_entries) == (60, 5)
+    assert policy.board("gemini", clock) is not policy.board("gemini", clock)
+
+
+def test_no_cache_without_a_ttl() -> None:
+    """A TTL of 0 means no cache."""
+    assert LocalPolicy().cache("gopher", Clock(), 0, 10) is None
+
+
+def test_robots_probe_is_passed_on() -> None:
+    """In one process the gate's own cache is enough: the probe is returned as it is."""
+
+    def probe(host: str, port: int) -> Deferred[bytes | None]:
+        return succeed(None)
+
+    assert LocalPolicy().robots_probe("gemini", probe, 86400) is probe
+
+
+def test_health_and_close() -> None:
+    """Health is always ok; closing lets go of nothing."""
+    policy = LocalPolicy()
+    health: list[object] = []
+    policy.health().addCallback(health.append)
+    assert health == [{"ok": True, "detail": "in-process"}]
+    closed: list[object] = []
+    policy.close().addCallback(closed.append)
+    assert closed == [None]
