@@ -224,7 +224,36 @@ def _parser() -> argparse.ArgumentParser:
                 sub.add_argument("--json", action="store_true", help="Print JSON.")
     _feeds_parser(commands, command)
     _token_parser(commands, command)
+    _db_parser(commands, command)
     return parser
+
+
+def _db_parser(commands: Any, command: Any) -> None:
+    """The C{gophergem db …} commands."""
+    db = command(
+        commands,
+        "db",
+        "ACTION ...",
+        "Manage the PostgreSQL schema of a team server (GOPHERGEM_DATABASE_URL).",
+    )
+    actions = db.add_subparsers(
+        dest="db_command", metavar="ACTION", required=True, prog="gophergem db"
+    )
+    command(
+        actions,
+        "upgrade",
+        "[settings]",
+        "Apply the pending schema migrations and print each one (or: up to date).",
+        "Apply the pending schema migrations, each in one transaction under an advisory "
+        "lock (safe to run from several replicas at once), printing one line per migration "
+        "applied, or 'up to date'. Exit status 1 when the database cannot be reached.",
+    )
+    command(
+        actions,
+        "status",
+        "[settings]",
+        "Print whether the schema is up to date (exit status 1 when migrations are pending).",
+    )
 
 
 def _token_parser(commands: Any, command: Any) -> None:
@@ -377,12 +406,12 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
     from gophergem._log import LogFileError, start_logging
 
     quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
-    if args.command == "feeds" and not config.log_file:
+    if args.command in ("feeds", "db") and not config.log_file:
         # Each problem is already one line of its own; the store's log lines
         # (where a damaged file was moved) go to GOPHERGEM_LOG_FILE when set.
         quiet = "CRITICAL"
     try:
-        if args.command in ("fetch", "trust", "identity", "feeds"):
+        if args.command in ("fetch", "trust", "identity", "feeds", "db"):
             start_logging(quiet, config.log_file)
         elif args.command is None:
             start_logging(config.log_level, config.log_file)
@@ -402,8 +431,59 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         return _feeds(config, args, environ)
     if args.command == "token":
         return _token(config, args)
+    if args.command == "db":
+        return _db(config, args)
     assert early is not None
     return _serve_stdio(config, *early)
+
+
+def _db(config: Config, args: argparse.Namespace) -> int:
+    """
+    C{gophergem db upgrade|status}, on a private asyncio loop with Twisted's
+    asyncio reactor over it (the global reactor is not involved).
+    """
+    url = config.database_url
+    if url is None:
+        return _fail("GOPHERGEM_DATABASE_URL is not set: there is no database to manage.")
+    import asyncio
+    import logging
+
+    from twisted.internet.asyncioreactor import AsyncioSelectorReactor
+
+    from gophergem.state.postgres import PostgresState
+
+    # psycopg gives its logger a level of its own (WARNING) unless one is
+    # set first: follow ours, so a refused connection is our one line only.
+    logging.getLogger("psycopg").setLevel(logging.getLogger().getEffectiveLevel())
+
+    async def work() -> list[str]:
+        loop = asyncio.get_running_loop()
+        reactor = AsyncioSelectorReactor(loop)
+        timeout = config.state_timeout_seconds
+        connecting = PostgresState.connect(url, key=None, timeout=timeout, reactor=reactor)
+        state = await connecting.asFuture(loop)
+        try:
+            if args.db_command == "upgrade":
+                return await state.upgrade().asFuture(loop)
+            return await state.pending().asFuture(loop)
+        finally:
+            await state.close().asFuture(loop)
+
+    try:
+        names = asyncio.run(work())
+    except GophergemError as error:
+        return _fail(f"{error.code}: {error.message}", 1)
+    if args.db_command == "upgrade":
+        for name in names:
+            print(f"applied {name}")
+        if not names:
+            print("up to date")
+        return 0
+    for name in names:
+        print(f"pending {name}")
+    if not names:
+        print("up to date")
+    return 1 if names else 0
 
 
 def _answer_early() -> tuple[int, Any]:
@@ -667,24 +747,30 @@ def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> i
 
 def _trust(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """C{gophergem trust list|remove|pin}: the operations the trust tools run."""
-    from gophergem.trust import operations as ops
+    from twisted.internet.defer import Deferred
 
-    now = time.time()
     try:
         pins, _ = _stores(config, environ)
     except ValueError as error:
         return _fail(str(error))
+    return _drive(Deferred.fromCoroutine(_trust_with(pins, args, time.time())))
+
+
+async def _trust_with(pins: Any, args: argparse.Namespace, now: float) -> int:
+    """Run one C{gophergem trust} action on C{pins}; return the exit status."""
+    from gophergem.trust import operations as ops
+
     action = args.trust_command
     try:
         if action == "list":
-            entries = [ops.pin_entry(p, now) for p in ops.list_pins(pins, args.host)]
+            entries = [ops.pin_entry(p, now) for p in await ops.list_pins(pins, args.host)]
             lines = [_pin_line(entry) for entry in entries] or ["No pins."]
             return _show(args, {"kind": "trust_list", "entries": entries}, lines)
         if action == "remove":
-            pin = ops.remove_pin(pins, args.host, args.port, args.fingerprint)
+            pin = await ops.remove_pin(pins, args.host, args.port, args.fingerprint)
             said = f"Removed the pin of {_where(pin.host, pin.port)} ({pin.fingerprint})."
         else:
-            in_the_way = ops.pin_in_the_way(pins, args.host, args.port, args.fingerprint)
+            in_the_way = await ops.pin_in_the_way(pins, args.host, args.port, args.fingerprint)
             agreed: str | None = None
             if in_the_way is not None:
                 where = _where(in_the_way.host, in_the_way.port)
@@ -693,7 +779,9 @@ def _trust(config: Config, args: argparse.Namespace, environ: Mapping[str, str])
                     f"{args.fingerprint}? Only if you got it from the capsule's operator."
                 ):
                     agreed = in_the_way.fingerprint
-            pin = ops.pin_fingerprint(pins, args.host, args.port, args.fingerprint, now, agreed)
+            pin = await ops.pin_fingerprint(
+                pins, args.host, args.port, args.fingerprint, now, agreed
+            )
             said = f"Pinned {_where(pin.host, pin.port)} to {pin.fingerprint}."
     except PinExists as error:
         return _refused(
@@ -773,25 +861,30 @@ def _pin_line(entry: dict[str, Any]) -> str:
 
 def _identity(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """C{gophergem identity list|create|remove}: the operations the identity tools run."""
-    from gophergem.trust import operations as ops
+    from twisted.internet.defer import Deferred
 
-    now = time.time()
     try:
         _, identities = _stores(config, environ)
     except ValueError as error:
         return _fail(str(error))
+    return _drive(Deferred.fromCoroutine(_identity_with(identities, args, time.time())))
+
+
+async def _identity_with(identities: Any, args: argparse.Namespace, now: float) -> int:
+    """Run one C{gophergem identity} action on C{identities}; return the exit status."""
+    from gophergem.trust import operations as ops
+
     action = args.identity_command
     try:
         if action == "list":
-            entries = [
-                ops.identity_entry(i, now) for i in ops.list_identities(identities, args.host)
-            ]
+            listed = await ops.list_identities(identities, args.host)
+            entries = [ops.identity_entry(i, now) for i in listed]
             lines = [_identity_line(entry) for entry in entries] or ["No identities."]
             return _show(args, {"kind": "client_cert_list", "entries": entries}, lines)
         if action == "create":
-            identity = ops.create_identity(identities, args.url, now)
+            identity = await ops.create_identity(identities, args.url, now)
         else:
-            identity = ops.remove_identity(identities, args.url, args.fingerprint)
+            identity = await ops.remove_identity(identities, args.url, args.fingerprint)
     except GophergemError as error:
         return _refused(error, args)
     entry = ops.identity_entry(identity, now)
@@ -937,7 +1030,7 @@ def _drive(work: Deferred[int]) -> int:
             return _stdout_gone()
         from twisted.logger import Logger
 
-        Logger().failure("gophergem feeds failed unexpectedly", result)
+        Logger().failure("gophergem failed unexpectedly", result)
         return _fail(f"failed unexpectedly: {result.getErrorMessage()}", 1)
     status: int = result
     return status
@@ -956,18 +1049,18 @@ async def feeds_command(follower: Any, args: argparse.Namespace) -> int:
     action = args.feeds_command
     try:
         if action == "list":
-            return _feeds_list(follower, args)
+            return await _feeds_list(follower, args)
         if action == "updates":
             return await _feeds_updates(follower, args)
         if action == "subscribe":
             return await _feeds_subscribe(follower, args)
         if action == "unsubscribe":
-            key = follower.unsubscribe(args.url)
+            key = await follower.unsubscribe(args.url)
             data = {"kind": "subscription_removed", "url": key}
             return _show(args, data, [f"Unsubscribed from {key}."])
         if action == "import":
             return await _feeds_import(follower, args)
-        return _feeds_export(follower, args)
+        return await _feeds_export(follower, args)
     except GophergemError as error:
         return _refused(error, args)
 
@@ -987,10 +1080,10 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _feeds_list(follower: Any, args: argparse.Namespace) -> int:
+async def _feeds_list(follower: Any, args: argparse.Namespace) -> int:
     from gophergem.mcp.payloads import subscriptions_payload
 
-    subscriptions = follower.subscriptions()
+    subscriptions = await follower.subscriptions()
     rows = [["URL", "TYPE", "UNREAD", "LAST CHECKED", "LAST ERROR"]] + [
         [
             _clean(sub.url),
@@ -1092,13 +1185,13 @@ async def _feeds_import(follower: Any, args: argparse.Namespace) -> int:
     return 1 if counts["error"] else 0
 
 
-def _feeds_export(follower: Any, args: argparse.Namespace) -> int:
+async def _feeds_export(follower: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gophergem.feeds.opml import Outline, write_opml
     from gophergem.trust._storage import write_atomically
 
-    subscriptions = follower.subscriptions()
+    subscriptions = await follower.subscriptions()
     document = write_opml([Outline(sub.url, sub.title) for sub in subscriptions])
     if args.file is None:
         sys.stdout.write(document.decode("utf-8"))

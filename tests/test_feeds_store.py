@@ -36,6 +36,7 @@ from gophergem.feeds.store import (
 )
 from gophergem.interfaces import IFeedStore
 from gophergem.trust import _storage
+from tests.servers.postgres import wait
 from tests.test_trust_pins import SHORT_WAIT, LogEvents, hold_lock
 from tests.test_trust_processes import go
 
@@ -73,20 +74,30 @@ def events(monkeypatch: pytest.MonkeyPatch) -> LogEvents:
     return found
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
     """
     A factory of handles on one store: for the file provider each call opens
-    a new L{FileFeedStore} on the same file; the memory provider has one.
+    a new L{FileFeedStore} on the same file; the memory provider has one; the
+    PostgreSQL provider gives a new handle on the local owner's feeds in an
+    emptied database (its methods return Deferreds: the contract wraps every
+    call in L{wait}).
     """
     if request.param == "file":
         return lambda: FileFeedStore(tmp_path / "state" / "feeds.json")
+    if request.param == "postgres":
+        harness = request.getfixturevalue("postgres_harness")
+        harness.reset()
+        return lambda: harness.state.feeds(None)
     store = MemoryFeedStore()
     return lambda: store
 
 
 class TestFeedStoreContract:
-    """What every L{IFeedStore} provider does."""
+    """
+    What every L{IFeedStore} provider does, whether its methods answer at
+    once or with a Deferred (each call is wrapped in L{wait}).
+    """
 
     def test_interface(self, make_store: Callable[[], Any]) -> None:
         """The store provides IFeedStore."""
@@ -95,19 +106,19 @@ class TestFeedStoreContract:
     def test_empty(self, make_store: Callable[[], Any]) -> None:
         """A new store follows nothing and has nothing unread."""
         store = make_store()
-        assert store.subscriptions() == []
-        assert store.get(FEED) is None
-        assert store.unread() == []
-        assert store.unsubscribe(FEED) is False
-        assert store.mark_read([(FEED, FEED + "1.gmi")]) == 0
+        assert wait(store.subscriptions()) == []
+        assert wait(store.get(FEED)) is None
+        assert wait(store.unread()) == []
+        assert wait(store.unsubscribe(FEED)) is False
+        assert wait(store.mark_read([(FEED, FEED + "1.gmi")])) == 0
 
     def test_subscribe_is_a_silent_baseline(self, make_store: Callable[[], Any]) -> None:
         """
         A new subscription records the entries it was made with as read: the
         first update reports nothing, the archive is not "new".
         """
-        subscription, created = make_store().subscribe(
-            FEED, "My gemlog", "gemsub", [post(1, 1), post(2, 2)], T0
+        subscription, created = wait(
+            make_store().subscribe(FEED, "My gemlog", "gemsub", [post(1, 1), post(2, 2)], T0)
         )
         assert created is True
         assert subscription == Subscription(
@@ -121,9 +132,9 @@ class TestFeedStoreContract:
             unread=0,
         )
         store = make_store()
-        assert store.get(FEED) == subscription
-        assert store.unread() == []
-        assert store.record_check(FEED, [post(1, 1), post(2, 2)], T0 + DAY) == []
+        assert wait(store.get(FEED)) == subscription
+        assert wait(store.unread()) == []
+        assert wait(store.record_check(FEED, [post(1, 1), post(2, 2)], T0 + DAY)) == []
 
     def test_subscribe_again(self, make_store: Callable[[], Any]) -> None:
         """
@@ -131,22 +142,22 @@ class TestFeedStoreContract:
         state, updates the type, and the title only when one is given.
         """
         store = make_store()
-        store.subscribe(FEED, "Old", "page", [post(1)], T0)
-        store.record_check(FEED, [post(1), post(2)], T0 + DAY)
-        again, created = store.subscribe(FEED, None, "gemsub", [post(3)], T0 + 2 * DAY)
+        wait(store.subscribe(FEED, "Old", "page", [post(1)], T0))
+        wait(store.record_check(FEED, [post(1), post(2)], T0 + DAY))
+        again, created = wait(store.subscribe(FEED, None, "gemsub", [post(3)], T0 + 2 * DAY))
         assert created is False
         assert (again.title, again.feed_type, again.added) == ("Old", "gemsub", T0_TEXT)
         assert (again.entries_known, again.unread) == (2, 1)
-        renamed, _ = make_store().subscribe(FEED, "New", "gemsub", [], T0 + 3 * DAY)
+        renamed, _ = wait(make_store().subscribe(FEED, "New", "gemsub", [], T0 + 3 * DAY))
         assert renamed.title == "New"
-        assert [entry.url for _, entry in store.unread()] == [post(2).url]
+        assert [entry.url for _, entry in wait(store.unread())] == [post(2).url]
 
     def test_subscriptions_sorted(self, make_store: Callable[[], Any]) -> None:
         """subscriptions() lists every subscription by URL."""
         store = make_store()
         for url in ("gemini://b.example/", OTHER, "gemini://a.example/"):
-            store.subscribe(url, None, "page", [], T0)
-        assert [s.url for s in make_store().subscriptions()] == [
+            wait(store.subscribe(url, None, "page", [], T0))
+        assert [s.url for s in wait(make_store().subscriptions())] == [
             "gemini://a.example/",
             "gemini://b.example/",
             OTHER,
@@ -155,15 +166,15 @@ class TestFeedStoreContract:
     def test_unsubscribe_forgets_entries(self, make_store: Callable[[], Any]) -> None:
         """Unsubscribing drops the feed and its entries; subscribing anew is a new baseline."""
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [post(1)], T0)
-        store.record_check(FEED, [post(1), post(2)], T0 + DAY)
-        assert store.unsubscribe(FEED) is True
-        assert make_store().get(FEED) is None
-        assert store.unread() == []
-        assert store.unsubscribe(FEED) is False
-        _, created = store.subscribe(FEED, None, "gemsub", [post(1), post(2)], T0 + 2 * DAY)
+        wait(store.subscribe(FEED, None, "gemsub", [post(1)], T0))
+        wait(store.record_check(FEED, [post(1), post(2)], T0 + DAY))
+        assert wait(store.unsubscribe(FEED)) is True
+        assert wait(make_store().get(FEED)) is None
+        assert wait(store.unread()) == []
+        assert wait(store.unsubscribe(FEED)) is False
+        _, created = wait(store.subscribe(FEED, None, "gemsub", [post(1), post(2)], T0 + 2 * DAY))
         assert created is True
-        assert store.unread() == []
+        assert wait(store.unread()) == []
 
     def test_new_entries_reported_once(self, make_store: Callable[[], Any]) -> None:
         """
@@ -171,16 +182,18 @@ class TestFeedStoreContract:
         unread; the next check with the same page returns nothing.
         """
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [post(1, 1)], T0)
-        new = store.record_check(FEED, [post(3, 3), post(1, 1), post(2, 2)], T0 + DAY)
+        wait(store.subscribe(FEED, None, "gemsub", [post(1, 1)], T0))
+        new = wait(store.record_check(FEED, [post(3, 3), post(1, 1), post(2, 2)], T0 + DAY))
         stamp = "2026-01-02T00:00:00Z"
         assert new == [
             StoredEntry(post(3).url, "Post 3", "2025-12-03T12:00:00Z", stamp, False),
             StoredEntry(post(2).url, "Post 2", "2025-12-02T12:00:00Z", stamp, False),
         ]
-        checked = make_store().get(FEED)
+        checked = wait(make_store().get(FEED))
         assert (checked.last_checked, checked.entries_known, checked.unread) == (stamp, 3, 2)
-        assert store.record_check(FEED, [post(3, 3), post(1, 1), post(2, 2)], T0 + 2 * DAY) == []
+        assert (
+            wait(store.record_check(FEED, [post(3, 3), post(1, 1), post(2, 2)], T0 + 2 * DAY)) == []
+        )
 
     def test_changed_entry_is_unread_again(self, make_store: Callable[[], Any]) -> None:
         """
@@ -188,22 +201,22 @@ class TestFeedStoreContract:
         (returned by the check); its first_seen stays.
         """
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [post(1, 1), post(2, 2)], T0)
-        new = store.record_check(FEED, [post(1, 1, title="Retitled"), post(2, 5)], T0 + DAY)
+        wait(store.subscribe(FEED, None, "gemsub", [post(1, 1), post(2, 2)], T0))
+        new = wait(store.record_check(FEED, [post(1, 1, title="Retitled"), post(2, 5)], T0 + DAY))
         assert [(e.url, e.title, e.published, e.first_seen, e.read) for e in new] == [
             (post(1).url, "Retitled", "2025-12-01T12:00:00Z", T0_TEXT, False),
             (post(2).url, "Post 2", "2025-12-05T12:00:00Z", T0_TEXT, False),
         ]
-        assert make_store().get(FEED).unread == 2
+        assert wait(make_store().get(FEED)).unread == 2
 
     def test_reappearing_link_is_not_new(self, make_store: Callable[[], Any]) -> None:
         """An entry that left the page is kept, so its coming back is not news."""
         store = make_store()
-        store.subscribe(FEED, None, "page", [post(1), post(2)], T0)
-        assert store.record_check(FEED, [post(2)], T0 + DAY) == []
-        assert store.get(FEED).entries_known == 2
-        assert store.record_check(FEED, [post(1), post(2)], T0 + 2 * DAY) == []
-        assert store.unread() == []
+        wait(store.subscribe(FEED, None, "page", [post(1), post(2)], T0))
+        assert wait(store.record_check(FEED, [post(2)], T0 + DAY)) == []
+        assert wait(store.get(FEED)).entries_known == 2
+        assert wait(store.record_check(FEED, [post(1), post(2)], T0 + 2 * DAY)) == []
+        assert wait(store.unread()) == []
 
     def test_failed_check(self, make_store: Callable[[], Any]) -> None:
         """
@@ -211,20 +224,20 @@ class TestFeedStoreContract:
         and returns nothing; the next good check clears the error.
         """
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [post(1)], T0)
-        assert store.record_check(FEED, [post(2)], T0 + DAY, error="TIMEOUT") == []
-        failed = make_store().get(FEED)
+        wait(store.subscribe(FEED, None, "gemsub", [post(1)], T0))
+        assert wait(store.record_check(FEED, [post(2)], T0 + DAY, error="TIMEOUT")) == []
+        failed = wait(make_store().get(FEED))
         assert (failed.last_checked, failed.last_error) == ("2026-01-02T00:00:00Z", "TIMEOUT")
         assert (failed.entries_known, failed.unread) == (1, 0)
-        assert len(store.record_check(FEED, [post(2)], T0 + 2 * DAY)) == 1
-        assert store.get(FEED).last_error is None
+        assert len(wait(store.record_check(FEED, [post(2)], T0 + 2 * DAY))) == 1
+        assert wait(store.get(FEED)).last_error is None
 
     def test_check_of_unknown_feed(self, make_store: Callable[[], Any]) -> None:
         """A check of a feed not followed (unsubscribed meanwhile) changes nothing."""
         store = make_store()
-        assert store.record_check(FEED, [post(1)], T0) == []
-        assert store.record_check(FEED, [], T0, error="TIMEOUT") == []
-        assert make_store().subscriptions() == []
+        assert wait(store.record_check(FEED, [post(1)], T0)) == []
+        assert wait(store.record_check(FEED, [], T0, error="TIMEOUT")) == []
+        assert wait(make_store().subscriptions()) == []
 
     def test_unread_newest_first(self, make_store: Callable[[], Any]) -> None:
         """
@@ -232,19 +245,19 @@ class TestFeedStoreContract:
         else by when it was first seen; url= keeps one feed.
         """
         store = make_store()
-        store.subscribe(FEED, "Gemlog", "gemsub", [], T0)
-        store.subscribe(OTHER, "Phlog", "page", [], T0)
-        store.record_check(FEED, [post(1, 1), post(2, 20)], T0 + DAY)
-        store.record_check(OTHER, [Entry(OTHER + "/a")], T0 + DAY)  # seen 2026-01-02
-        listed = make_store().unread()
+        wait(store.subscribe(FEED, "Gemlog", "gemsub", [], T0))
+        wait(store.subscribe(OTHER, "Phlog", "page", [], T0))
+        wait(store.record_check(FEED, [post(1, 1), post(2, 20)], T0 + DAY))
+        wait(store.record_check(OTHER, [Entry(OTHER + "/a")], T0 + DAY))  # seen 2026-01-02
+        listed = wait(make_store().unread())
         assert [(s.url, e.url) for s, e in listed] == [
             (OTHER, OTHER + "/a"),
             (FEED, post(2).url),
             (FEED, post(1).url),
         ]
         assert listed[1][0].title == "Gemlog"
-        assert [e.url for _, e in store.unread(FEED)] == [post(2).url, post(1).url]
-        assert store.unread("gemini://unknown.example/") == []
+        assert [e.url for _, e in wait(store.unread(FEED))] == [post(2).url, post(1).url]
+        assert wait(store.unread("gemini://unknown.example/")) == []
 
     def test_unread_since(self, make_store: Callable[[], Any]) -> None:
         """
@@ -252,65 +265,70 @@ class TestFeedStoreContract:
         read or not; entries before it only when unread.
         """
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [post(1, 1), post(2, 20)], T0)
-        store.record_check(FEED, [post(1, 1), post(2, 20), post(3, 3)], T0 + DAY)
-        assert [e.url for _, e in store.unread(since="2025-12-10")] == [
+        wait(store.subscribe(FEED, None, "gemsub", [post(1, 1), post(2, 20)], T0))
+        wait(store.record_check(FEED, [post(1, 1), post(2, 20), post(3, 3)], T0 + DAY))
+        assert [e.url for _, e in wait(store.unread(since="2025-12-10"))] == [
             post(2).url,
             post(3).url,
         ]
-        assert [e.url for _, e in store.unread(since="2025-12-21T00:00:00+01:00")] == [post(3).url]
-        assert [e.read for _, e in store.unread(since="2025-11-30")] == [True, False, True]
+        assert [e.url for _, e in wait(store.unread(since="2025-12-21T00:00:00+01:00"))] == [
+            post(3).url
+        ]
+        assert [e.read for _, e in wait(store.unread(since="2025-11-30"))] == [True, False, True]
 
     @pytest.mark.parametrize("since", ["yesterday", "", "2026-13-01", "2026-01-01T25:00"])
     def test_unread_bad_since(self, make_store: Callable[[], Any], since: str) -> None:
         """A since that is not an ISO 8601 date or time is INVALID_REQUEST."""
         with pytest.raises(InvalidRequest) as caught:
-            make_store().unread(since=since)
+            wait(make_store().unread(since=since))
         assert "ISO 8601" in caught.value.message
 
     def test_mark_read(self, make_store: Callable[[], Any]) -> None:
         """mark_read counts the entries it changed; unknown and read ones are skipped."""
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [], T0)
-        store.record_check(FEED, [post(1), post(2), post(3)], T0 + DAY)
+        wait(store.subscribe(FEED, None, "gemsub", [], T0))
+        wait(store.record_check(FEED, [post(1), post(2), post(3)], T0 + DAY))
         pairs = [(FEED, post(1).url), (FEED, post(2).url), (OTHER, post(3).url), (FEED, "x")]
-        assert store.mark_read(iter(pairs)) == 2
-        assert store.mark_read(pairs) == 0
-        assert [e.url for _, e in make_store().unread()] == [post(3).url]
+        assert wait(store.mark_read(iter(pairs))) == 2
+        assert wait(store.mark_read(pairs)) == 0
+        assert [e.url for _, e in wait(make_store().unread())] == [post(3).url]
 
     def test_dates_stored_in_utc(self, make_store: Callable[[], Any]) -> None:
         """A published time with an offset is kept in UTC, to the second."""
         store = make_store()
-        store.subscribe(FEED, None, "atom", [], T0)
-        (entry,) = store.record_check(
-            FEED, [Entry(FEED + "a", published="2026-01-02T13:00:00.75+01:00")], T0
+        wait(store.subscribe(FEED, None, "atom", [], T0))
+        (entry,) = wait(
+            store.record_check(
+                FEED, [Entry(FEED + "a", published="2026-01-02T13:00:00.75+01:00")], T0
+            )
         )
         assert entry.published == "2026-01-02T12:00:00Z"
         assert (
-            store.record_check(FEED, [Entry(FEED + "a", published="2026-01-02T12:00Z")], T0) == []
+            wait(store.record_check(FEED, [Entry(FEED + "a", published="2026-01-02T12:00Z")], T0))
+            == []
         )
 
     def test_first_of_duplicates_wins(self, make_store: Callable[[], Any]) -> None:
         """When a page lists one URL twice, its first appearance counts."""
         store = make_store()
-        store.subscribe(FEED, None, "page", [], T0)
-        new = store.record_check(FEED, [post(1, title="first"), post(1, title="second")], T0)
+        wait(store.subscribe(FEED, None, "page", [], T0))
+        new = wait(store.record_check(FEED, [post(1, title="first"), post(1, title="second")], T0))
         assert [e.title for e in new] == ["first"]
 
     @pytest.mark.parametrize(
         "call",
         [
-            lambda s: s.subscribe("", None, "page", [], T0),
-            lambda s: s.subscribe(FEED, None, "", [], T0),
-            lambda s: s.subscribe(FEED, 5, "page", [], T0),
-            lambda s: s.subscribe(FEED, None, "page", [Entry("")], T0),
-            lambda s: s.subscribe(FEED, None, "page", [Entry(FEED, published="soon")], T0),
-            lambda s: s.subscribe(FEED, None, "page", [object()], T0),
-            lambda s: s.subscribe(FEED, None, "page", [], float("nan")),
-            lambda s: s.subscribe(FEED, None, "page", [], 1e300),
-            lambda s: s.record_check(FEED, [post(9)], T0, error=404),
-            lambda s: s.record_check(FEED, [Entry(FEED, title=None)], T0),  # type: ignore[arg-type]
-            lambda s: s.mark_read([(FEED, post(1).url), (FEED,)]),
+            lambda s: wait(s.subscribe("", None, "page", [], T0)),
+            lambda s: wait(s.subscribe(FEED, None, "", [], T0)),
+            lambda s: wait(s.subscribe(FEED, 5, "page", [], T0)),
+            lambda s: wait(s.subscribe(FEED, None, "page", [Entry("")], T0)),
+            lambda s: wait(s.subscribe(FEED, None, "page", [Entry(FEED, published="soon")], T0)),
+            lambda s: wait(s.subscribe(FEED, None, "page", [object()], T0)),
+            lambda s: wait(s.subscribe(FEED, None, "page", [], float("nan"))),
+            lambda s: wait(s.subscribe(FEED, None, "page", [], 1e300)),
+            lambda s: wait(s.record_check(FEED, [post(9)], T0, error=404)),
+            lambda s: wait(s.record_check(FEED, [Entry(FEED, title=None)], T0)),  # type: ignore[arg-type]
+            lambda s: wait(s.mark_read([(FEED, post(1).url), (FEED,)])),
         ],
         ids=[
             "empty-url",
@@ -331,12 +349,12 @@ class TestFeedStoreContract:
     ) -> None:
         """A call with a bad argument raises TypeError or ValueError and changes nothing."""
         store = make_store()
-        store.subscribe(FEED, "Title", "gemsub", [], T0)
-        store.record_check(FEED, [post(1)], T0 + DAY)
-        before = (store.subscriptions(), store.unread())
+        wait(store.subscribe(FEED, "Title", "gemsub", [], T0))
+        wait(store.record_check(FEED, [post(1)], T0 + DAY))
+        before = (wait(store.subscriptions()), wait(store.unread()))
         with pytest.raises((TypeError, ValueError)):
             call(store)
-        assert (make_store().subscriptions(), make_store().unread()) == before
+        assert (wait(make_store().subscriptions()), wait(make_store().unread())) == before
 
     def test_subscription_limit(
         self, make_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
@@ -348,13 +366,13 @@ class TestFeedStoreContract:
         monkeypatch.setattr(store_module, "MAX_SUBSCRIPTIONS", 3)
         store = make_store()
         for n in range(3):
-            store.subscribe(f"gemini://{n}.example/", None, "page", [], T0)
+            wait(store.subscribe(f"gemini://{n}.example/", None, "page", [], T0))
         with pytest.raises(InvalidRequest) as caught:
-            store.subscribe(FEED, None, "page", [], T0)
+            wait(store.subscribe(FEED, None, "page", [], T0))
         assert caught.value.code == "INVALID_REQUEST"
         assert "3" in caught.value.message
-        assert len(make_store().subscriptions()) == 3
-        assert store.subscribe("gemini://0.example/", "T", "page", [], T0)[1] is False
+        assert len(wait(make_store().subscriptions())) == 3
+        assert wait(store.subscribe("gemini://0.example/", "T", "page", [], T0))[1] is False
 
     def test_entry_bound_drops_oldest_read_first(
         self, make_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
@@ -366,16 +384,18 @@ class TestFeedStoreContract:
         """
         monkeypatch.setattr(store_module, "MAX_ENTRIES_PER_FEED", 4)
         store = make_store()
-        store.subscribe(FEED, None, "gemsub", [post(n, n) for n in range(1, 7)], T0)
-        assert store.get(FEED).entries_known == 4
-        new = store.record_check(FEED, [post(n, n) for n in range(7, 10)], T0 + DAY)
+        wait(store.subscribe(FEED, None, "gemsub", [post(n, n) for n in range(1, 7)], T0))
+        assert wait(store.get(FEED)).entries_known == 4
+        new = wait(store.record_check(FEED, [post(n, n) for n in range(7, 10)], T0 + DAY))
         assert [e.url for e in new] == [post(7).url, post(8).url, post(9).url]
-        kept = store.unread(since="2000-01-01")
+        kept = wait(store.unread(since="2000-01-01"))
         assert [e.url for _, e in kept] == [post(n).url for n in (9, 8, 7, 6)]
         # All unread and over the bound: the oldest unread go too.
-        new = store.record_check(FEED, [post(n, 20 + n) for n in range(1, 3)], T0 + 2 * DAY)
+        new = wait(store.record_check(FEED, [post(n, 20 + n) for n in range(1, 3)], T0 + 2 * DAY))
         assert [e.url for e in new] == [post(1).url, post(2).url]
-        assert [e.url for _, e in make_store().unread()] == [post(n).url for n in (2, 1, 9, 8)]
+        assert [e.url for _, e in wait(make_store().unread())] == [
+            post(n).url for n in (2, 1, 9, 8)
+        ]
 
     def test_limits_are_generous(self) -> None:
         """The limits leave room for a real reader's subscriptions and archives."""

@@ -33,26 +33,36 @@ from gophergem.trust.identities import (
     mint_identity,
     normalise_scope,
 )
+from tests.servers.postgres import wait
 from tests.test_trust_pins import SHORT_WAIT, hold_lock
 
 NOW = 1_700_000_000.25
 HOST = "gem.example"
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
     """
     A factory of handles on one store: a new L{FileIdentityStore} on the same
-    directory per call, or the one L{MemoryIdentityStore}.
+    directory per call, the one L{MemoryIdentityStore}, or a new handle on
+    one principal's identities in an emptied PostgreSQL database (whose
+    methods return Deferreds: the contract wraps every call in L{wait}).
     """
     if request.param == "file":
         return lambda: FileIdentityStore(tmp_path / "client_certs")
+    if request.param == "postgres":
+        harness = request.getfixturevalue("postgres_harness")
+        harness.reset()
+        return lambda: harness.state.identities("https://idp.example#alice")
     store = MemoryIdentityStore()
     return lambda: store
 
 
 class TestIdentityStoreContract:
-    """What every L{IIdentityStore} provider does."""
+    """
+    What every L{IIdentityStore} provider does, whether its methods answer
+    at once or with a Deferred (each call is wrapped in L{wait}).
+    """
 
     def test_interface(self, make_store: Callable[[], Any]) -> None:
         """The store provides IIdentityStore."""
@@ -61,16 +71,16 @@ class TestIdentityStoreContract:
     def test_empty(self, make_store: Callable[[], Any]) -> None:
         """A new store has no identity to find, list or remove."""
         store = make_store()
-        assert store.find(HOST, 1965, "/") is None
-        assert store.all() == []
-        assert store.remove(HOST, 1965, "/") is False
+        assert wait(store.find(HOST, 1965, "/")) is None
+        assert wait(store.all()) == []
+        assert wait(store.remove(HOST, 1965, "/")) is False
 
     def test_create(self, make_store: Callable[[], Any]) -> None:
         """
         create returns the identity: the scope path ends in /, the fingerprint
         is sha256:<hex>, valid from 5 minutes before now for 365 days.
         """
-        identity = make_store().create(HOST, 1965, "/app", NOW)
+        identity = wait(make_store().create(HOST, 1965, "/app", NOW))
         assert (identity.host, identity.port, identity.path) == (HOST, 1965, "/app/")
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", identity.fingerprint)
         assert identity.not_before == int(NOW) - 300
@@ -82,8 +92,8 @@ class TestIdentityStoreContract:
         whose DER hashes to the fingerprint, and its P-256 key (PKCS#8, unencrypted).
         """
         store = make_store()
-        identity = store.create(HOST, 1965, "/", NOW)
-        cert_pem, key_pem = make_store().credentials(identity)
+        identity = wait(store.create(HOST, 1965, "/", NOW))
+        cert_pem, key_pem = wait(make_store().credentials(identity))
         certificate = x509.load_pem_x509_certificate(cert_pem)
         der = certificate.public_bytes(serialization.Encoding.DER)
         assert identity.fingerprint == "sha256:" + hashlib.sha256(der).hexdigest()
@@ -104,8 +114,8 @@ class TestIdentityStoreContract:
     def test_identities_are_distinct(self, make_store: Callable[[], Any]) -> None:
         """Two identities share neither key, serial nor name."""
         store = make_store()
-        one = store.credentials(store.create(HOST, 1965, "/a/", NOW))
-        two = store.credentials(store.create(HOST, 1965, "/b/", NOW))
+        one = wait(store.credentials(wait(store.create(HOST, 1965, "/a/", NOW))))
+        two = wait(store.credentials(wait(store.create(HOST, 1965, "/b/", NOW))))
         first, second = (x509.load_pem_x509_certificate(pem) for pem, _ in (one, two))
         assert one[1] != two[1]
         assert first.serial_number != second.serial_number
@@ -115,8 +125,8 @@ class TestIdentityStoreContract:
     def test_scope_covers(self, make_store: Callable[[], Any], path: str) -> None:
         """An identity for /app/ is used for /app/, everything below it and /app itself."""
         store = make_store()
-        identity = store.create(HOST, 1965, "/app/", NOW)
-        assert store.find(HOST, 1965, path) == identity
+        identity = wait(store.create(HOST, 1965, "/app/", NOW))
+        assert wait(store.find(HOST, 1965, path)) == identity
 
     @pytest.mark.parametrize(
         "host, port, path",
@@ -139,20 +149,20 @@ class TestIdentityStoreContract:
         another port or on another host.
         """
         store = make_store()
-        store.create(HOST, 1965, "/app/", NOW)
-        assert store.find(host, port, path) is None
+        wait(store.create(HOST, 1965, "/app/", NOW))
+        assert wait(store.find(host, port, path)) is None
 
     def test_longest_scope_wins(self, make_store: Callable[[], Any]) -> None:
         """When several scopes cover a request, the longest path prefix wins."""
         store = make_store()
-        root = store.create(HOST, 1965, "/", NOW)
-        app = store.create(HOST, 1965, "/app/", NOW)
-        deep = store.create(HOST, 1965, "/app/x/", NOW)
-        assert store.find(HOST, 1965, "/app/x/y") == deep
-        assert store.find(HOST, 1965, "/app/x") == deep
-        assert store.find(HOST, 1965, "/app/z") == app
-        assert store.find(HOST, 1965, "/apple") == root
-        assert store.find(HOST, 1965, "") == root
+        root = wait(store.create(HOST, 1965, "/", NOW))
+        app = wait(store.create(HOST, 1965, "/app/", NOW))
+        deep = wait(store.create(HOST, 1965, "/app/x/", NOW))
+        assert wait(store.find(HOST, 1965, "/app/x/y")) == deep
+        assert wait(store.find(HOST, 1965, "/app/x")) == deep
+        assert wait(store.find(HOST, 1965, "/app/z")) == app
+        assert wait(store.find(HOST, 1965, "/apple")) == root
+        assert wait(store.find(HOST, 1965, "")) == root
 
     @pytest.mark.parametrize("again", ["/app/", "/app", "app"])
     def test_exists(self, make_store: Callable[[], Any], again: str) -> None:
@@ -161,71 +171,71 @@ class TestIdentityStoreContract:
         naming the scope and its fingerprint, and keeps the existing identity.
         """
         store = make_store()
-        identity = store.create(HOST, 1965, "/app/", NOW)
+        identity = wait(store.create(HOST, 1965, "/app/", NOW))
         with pytest.raises(CertificateExists) as caught:
-            store.create(HOST, 1965, again, NOW + 10)
+            wait(store.create(HOST, 1965, again, NOW + 10))
         assert caught.value.code == "CERTIFICATE_EXISTS"
         assert "gemini://gem.example/app/" in caught.value.message
         assert identity.fingerprint in caught.value.message
-        assert store.all() == [identity]
+        assert wait(store.all()) == [identity]
 
     def test_nested_scope_is_not_the_same(self, make_store: Callable[[], Any]) -> None:
         """A scope inside a covered one, or another port, is a new scope."""
         store = make_store()
-        store.create(HOST, 1965, "/", NOW)
-        store.create(HOST, 1965, "/app/", NOW)
-        store.create(HOST, 1966, "/", NOW)
-        assert len(store.all()) == 3
+        wait(store.create(HOST, 1965, "/", NOW))
+        wait(store.create(HOST, 1965, "/app/", NOW))
+        wait(store.create(HOST, 1966, "/", NOW))
+        assert len(wait(store.all())) == 3
 
     def test_remove(self, make_store: Callable[[], Any]) -> None:
         """remove deletes exactly that scope (however spelt) and reports it once."""
         store = make_store()
-        root = store.create(HOST, 1965, "/", NOW)
-        store.create(HOST, 1965, "/app/", NOW)
-        assert store.remove(HOST, 1965, "/app") is True
-        assert store.remove(HOST, 1965, "/app/") is False
-        assert store.remove(HOST, 1965, "/other/") is False
-        assert store.all() == [root]
-        assert store.find(HOST, 1965, "/app/x") == root
+        root = wait(store.create(HOST, 1965, "/", NOW))
+        wait(store.create(HOST, 1965, "/app/", NOW))
+        assert wait(store.remove(HOST, 1965, "/app")) is True
+        assert wait(store.remove(HOST, 1965, "/app/")) is False
+        assert wait(store.remove(HOST, 1965, "/other/")) is False
+        assert wait(store.all()) == [root]
+        assert wait(store.find(HOST, 1965, "/app/x")) == root
 
     def test_credentials_after_remove(self, make_store: Callable[[], Any]) -> None:
         """A removed (or replaced) identity has no credentials any more."""
         store = make_store()
-        identity = store.create(HOST, 1965, "/", NOW)
-        store.remove(HOST, 1965, "/")
+        identity = wait(store.create(HOST, 1965, "/", NOW))
+        wait(store.remove(HOST, 1965, "/"))
         with pytest.raises(CertificateStoreUnavailable):
-            store.credentials(identity)
-        store.create(HOST, 1965, "/", NOW)
+            wait(store.credentials(identity))
+        wait(store.create(HOST, 1965, "/", NOW))
         with pytest.raises(CertificateStoreUnavailable):
-            store.credentials(identity)
+            wait(store.credentials(identity))
 
     def test_all_sorted_and_filtered(self, make_store: Callable[[], Any]) -> None:
         """all lists by host, port and path; a host filters it."""
         store = make_store()
         for host, port, path in [("b.example", 1965, "/"), (HOST, 1966, "/"), (HOST, 1965, "/z/")]:
-            store.create(host, port, path, NOW)
-        store.create(HOST, 1965, "/a/", NOW)
-        assert [(i.host, i.port, i.path) for i in store.all()] == [
+            wait(store.create(host, port, path, NOW))
+        wait(store.create(HOST, 1965, "/a/", NOW))
+        assert [(i.host, i.port, i.path) for i in wait(store.all())] == [
             ("b.example", 1965, "/"),
             (HOST, 1965, "/a/"),
             (HOST, 1965, "/z/"),
             (HOST, 1966, "/"),
         ]
-        assert [i.host for i in make_store().all("b.example")] == ["b.example"]
+        assert [i.host for i in wait(make_store().all("b.example"))] == ["b.example"]
 
     def test_no_secrets_listed(self, make_store: Callable[[], Any]) -> None:
         """Identities carry no key material and no file names."""
         store = make_store()
-        store.create(HOST, 1965, "/", NOW)
+        wait(store.create(HOST, 1965, "/", NOW))
         names = {field.name for field in attrs.fields(Identity)}
         assert names == {"host", "port", "path", "fingerprint", "not_before", "not_after"}
-        assert "PRIVATE" not in repr(store.all()) and ".pem" not in repr(store.all())
+        assert "PRIVATE" not in repr(wait(store.all())) and ".pem" not in repr(wait(store.all()))
 
     @pytest.mark.parametrize("host, port", [("", 1965), (HOST, 0), (HOST, 70000)])
     def test_refuses_bad_scope(self, make_store: Callable[[], Any], host: str, port: int) -> None:
         """An identity needs a host and a port in 1-65535."""
         with pytest.raises(ValueError):
-            make_store().create(host, port, "/", NOW)
+            wait(make_store().create(host, port, "/", NOW))
 
 
 _segments = st.lists(st.sampled_from(["a", "app", "apple", "x", "y"]), max_size=3)

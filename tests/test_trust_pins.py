@@ -36,6 +36,7 @@ from gophergem.trust.paths import (
     pin_store_path,
 )
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
+from tests.servers.postgres import wait
 
 SHORT_WAIT = 0.2  # lock timeout for tests that expect a timeout
 
@@ -95,20 +96,30 @@ def events(monkeypatch: pytest.MonkeyPatch) -> LogEvents:
     return found
 
 
-@pytest.fixture(params=["file", "memory"])
+@pytest.fixture(params=["file", "memory", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Any]:
     """
     A factory of handles on one store: for the file provider each call opens
-    a new L{FilePinStore} on the same file; the memory provider has one.
+    a new L{FilePinStore} on the same file; the memory provider has one; the
+    PostgreSQL provider gives a new handle on the shared pins of an emptied
+    database (its methods return Deferreds: the contract wraps every call in
+    L{wait}).
     """
     if request.param == "file":
         return lambda: FilePinStore(tmp_path / "data" / "tofu.json")
+    if request.param == "postgres":
+        harness = request.getfixturevalue("postgres_harness")
+        harness.reset()
+        return lambda: harness.state.pins()
     store = MemoryPinStore()
     return lambda: store
 
 
 class TestPinStoreContract:
-    """What every L{IPinStore} provider does."""
+    """
+    What every L{IPinStore} provider does, whether its methods answer at
+    once or with a Deferred (each call is wrapped in L{wait}).
+    """
 
     def test_interface(self, make_store: Callable[[], Any]) -> None:
         """The store provides IPinStore."""
@@ -117,31 +128,31 @@ class TestPinStoreContract:
     def test_empty(self, make_store: Callable[[], Any]) -> None:
         """A new store has no pins, and removing one reports there was none."""
         store = make_store()
-        assert store.get("gem.example", 1965) is None
-        assert store.all() == []
-        assert store.remove("gem.example", 1965) is False
+        assert wait(store.get("gem.example", 1965)) is None
+        assert wait(store.all()) == []
+        assert wait(store.remove("gem.example", 1965)) is False
 
     def test_put_get(self, make_store: Callable[[], Any]) -> None:
         """A pin put is the pin got, field for field, from another handle too."""
         pin = make_pin()
-        make_store().put(pin)
-        assert make_store().get("gem.example", 1965) == pin
+        wait(make_store().put(pin))
+        assert wait(make_store().get("gem.example", 1965)) == pin
 
     def test_key_is_host_and_port(self, make_store: Callable[[], Any]) -> None:
         """Another port or another host is another pin."""
         store = make_store()
-        store.put(make_pin(port=1965))
-        assert store.get("gem.example", 1966) is None
-        assert store.get("other.example", 1965) is None
+        wait(store.put(make_pin(port=1965)))
+        assert wait(store.get("gem.example", 1966)) is None
+        assert wait(store.get("other.example", 1965)) is None
 
     def test_replace(self, make_store: Callable[[], Any]) -> None:
         """Putting a pin for a pinned host:port replaces it."""
         store = make_store()
-        store.put(make_pin())
+        wait(store.put(make_pin()))
         newer = make_pin(fingerprint="sha256:" + "ef" * 32, last_seen=1_750_000_000.0)
-        store.put(newer)
-        assert store.get("gem.example", 1965) == newer
-        assert store.all() == [newer]
+        wait(store.put(newer))
+        assert wait(store.get("gem.example", 1965)) == newer
+        assert wait(store.all()) == [newer]
 
     def test_put_new(self, make_store: Callable[[], Any]) -> None:
         """
@@ -149,57 +160,57 @@ class TestPinStoreContract:
         a pinned one it returns that pin and changes nothing.
         """
         first = make_pin()
-        assert make_store().put_new(first) is None
+        assert wait(make_store().put_new(first)) is None
         other = make_pin(fingerprint="sha256:" + "ef" * 32)
-        assert make_store().put_new(other) == first
-        assert make_store().get("gem.example", 1965) == first
-        assert make_store().put_new(make_pin(port=1966)) is None
-        assert len(make_store().all()) == 2
+        assert wait(make_store().put_new(other)) == first
+        assert wait(make_store().get("gem.example", 1965)) == first
+        assert wait(make_store().put_new(make_pin(port=1966))) is None
+        assert len(wait(make_store().all())) == 2
 
     def test_put_new_validates(self, make_store: Callable[[], Any]) -> None:
         """put_new refuses what put refuses, and stores nothing."""
         store = make_store()
         with pytest.raises((TypeError, ValueError)):
-            store.put_new(make_pin(port=0))
+            wait(store.put_new(make_pin(port=0)))
         with pytest.raises(TypeError):
-            store.put_new("not a pin")
-        assert store.all() == []
+            wait(store.put_new("not a pin"))
+        assert wait(store.all()) == []
 
     def test_remove(self, make_store: Callable[[], Any]) -> None:
         """Removing forgets only that pin and reports it once."""
         store = make_store()
-        store.put(make_pin(port=1965))
-        store.put(make_pin(port=1966))
-        assert store.remove("gem.example", 1965) is True
-        assert store.remove("gem.example", 1965) is False
-        assert store.get("gem.example", 1965) is None
-        assert store.get("gem.example", 1966) == make_pin(port=1966)
+        wait(store.put(make_pin(port=1965)))
+        wait(store.put(make_pin(port=1966)))
+        assert wait(store.remove("gem.example", 1965)) is True
+        assert wait(store.remove("gem.example", 1965)) is False
+        assert wait(store.get("gem.example", 1965)) is None
+        assert wait(store.get("gem.example", 1966)) == make_pin(port=1966)
 
     def test_all_sorted_and_filtered(self, make_store: Callable[[], Any]) -> None:
         """All pins come sorted by host then port (numerically); a host filters them."""
         store = make_store()
         for host, port in [("b.example", 1965), ("a.example", 19650), ("a.example", 1966)]:
-            store.put(make_pin(host, port))
-        assert [(p.host, p.port) for p in store.all()] == [
+            wait(store.put(make_pin(host, port)))
+        assert [(p.host, p.port) for p in wait(store.all())] == [
             ("a.example", 1966),
             ("a.example", 19650),
             ("b.example", 1965),
         ]
-        assert [p.port for p in store.all("a.example")] == [1966, 19650]
-        assert store.all("c.example") == []
+        assert [p.port for p in wait(store.all("a.example"))] == [1966, 19650]
+        assert wait(store.all("c.example")) == []
 
     def test_ipv6_host(self, make_store: Callable[[], Any]) -> None:
         """An IPv6 literal is a host like any other."""
         store = make_store()
-        store.put(make_pin("2001:db8::1", 1965))
-        assert store.get("2001:db8::1", 1965) == make_pin("2001:db8::1", 1965)
-        assert store.get("2001:db8::1:1965", 1965) is None
+        wait(store.put(make_pin("2001:db8::1", 1965)))
+        assert wait(store.get("2001:db8::1", 1965)) == make_pin("2001:db8::1", 1965)
+        assert wait(store.get("2001:db8::1:1965", 1965)) is None
 
     def test_unknown_spki(self, make_store: Callable[[], Any]) -> None:
         """A pin with an unknown SPKI and validity (imported) is kept as it is."""
         pin = make_pin(spki="", not_before=0.0, expires=0.0)
-        make_store().put(pin)
-        assert make_store().get("gem.example", 1965) == pin
+        wait(make_store().put(pin))
+        assert wait(make_store().get("gem.example", 1965)) == pin
 
     @pytest.mark.parametrize(
         "bad",
@@ -218,15 +229,15 @@ class TestPinStoreContract:
     ) -> None:
         """A pin that could not be read back is refused, and the store is unchanged."""
         store = make_store()
-        store.put(make_pin("keep.example"))
+        wait(store.put(make_pin("keep.example")))
         with pytest.raises((ValueError, TypeError)):
-            store.put(attrs.evolve(make_pin(), **bad))
-        assert store.all() == [make_pin("keep.example")]
+            wait(store.put(attrs.evolve(make_pin(), **bad)))
+        assert wait(store.all()) == [make_pin("keep.example")]
 
     def test_refuses_non_pins(self, make_store: Callable[[], Any]) -> None:
         """Only Pin values can be put."""
         with pytest.raises(TypeError):
-            make_store().put({"host": "gem.example", "port": 1965})
+            wait(make_store().put({"host": "gem.example", "port": 1965}))
 
 
 _hosts = st.sampled_from(["a.example", "b.example", "xn--bcher-kva.example", "2001:db8::1"])

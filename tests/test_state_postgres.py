@@ -1,0 +1,386 @@
+"""
+Tests for L{gophergem.state.postgres}: the schema and its upgrade, the
+bounds on every call (an unreachable or slow server is STATE_UNAVAILABLE
+in about the timeout), the first-use pin race between two connections,
+private keys sealed at rest, and principals kept apart.
+
+The stores' behaviour itself is the contract tests' (tests/test_trust_pins.py,
+tests/test_trust_identities.py, tests/test_feeds_store.py), which run
+against these stores too.  Everything here runs on a throwaway PostgreSQL
+on loopback (tests/servers/postgres.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from gophergem.config import ConfigError
+from gophergem.errors import CertificateStoreUnavailable, StateUnavailable
+from gophergem.trust import Pin
+from tests.servers.postgres import PostgresHarness, wait
+
+NOW = 1_700_000_000.0
+SECRET = "hunter2-not-for-logs"
+
+
+def make_pin(fingerprint: str = "sha256:" + "ab" * 32, host: str = "gem.example") -> Pin:
+    return Pin(
+        host=host,
+        port=1965,
+        fingerprint=fingerprint,
+        spki="sha256:" + "cd" * 32,
+        first_seen=NOW,
+        last_seen=NOW,
+        not_before=NOW - 10,
+        expires=NOW + 10,
+    )
+
+
+@pytest.fixture
+def pg(postgres_harness: PostgresHarness) -> Iterator[PostgresHarness]:
+    postgres_harness.reset()
+    yield postgres_harness
+
+
+def run(harness: PostgresHarness, coroutine: Any) -> Any:
+    return harness.loop.run_until_complete(coroutine)
+
+
+def fresh_database(harness: PostgresHarness) -> str:
+    """A new, empty database on the server; its URL."""
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(harness.url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    return harness.url.rsplit("/", 1)[0] + "/" + name
+
+
+async def blocked_on_a_lock(url: str, deadline: float = 10.0) -> None:
+    """Return once some backend of the server waits for a lock (polled, with a deadline)."""
+    import psycopg
+
+    give_up = time.monotonic() + deadline
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as watcher:
+        while True:
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] > 0:
+                return
+            assert time.monotonic() < give_up, "put_new never waited for the winner"
+            await asyncio.sleep(0.01)
+
+
+def connect(harness: PostgresHarness, url: str, timeout: float = 10.0, key: Any = None) -> Any:
+    from gophergem.state.postgres import PostgresState
+
+    return wait(
+        PostgresState.connect(
+            url, key=harness.key if key is None else key, timeout=timeout, reactor=harness.reactor
+        )
+    )
+
+
+class TestSchema:
+    def test_upgrade_applies_once(self, pg: PostgresHarness) -> None:
+        """A new database is behind; upgrade applies every migration; again, nothing."""
+        from gophergem.state.postgres import MIGRATIONS
+
+        state = connect(pg, fresh_database(pg))
+        try:
+            assert wait(state.schema_current()) is False
+            assert wait(state.pending()) == [name for name, _ in MIGRATIONS]
+            assert wait(state.upgrade()) == [name for name, _ in MIGRATIONS]
+            assert wait(state.upgrade()) == []
+            assert wait(state.schema_current()) is True
+        finally:
+            wait(state.close())
+
+    def test_concurrent_upgrades(self, pg: PostgresHarness) -> None:
+        """Two upgrades at once (two replicas) apply each migration exactly once."""
+        url = fresh_database(pg)
+        one, two = connect(pg, url), connect(pg, url)
+        try:
+            results = run(
+                pg,
+                asyncio.gather(one.upgrade().asFuture(pg.loop), two.upgrade().asFuture(pg.loop)),
+            )
+            assert sorted(results, key=len) == [[], ["0001_initial"]]
+        finally:
+            wait(one.close())
+            wait(two.close())
+
+    def test_no_schema_is_state_unavailable(self, pg: PostgresHarness) -> None:
+        """A store on a database never upgraded says to run `gophergem db upgrade`."""
+        state = connect(pg, fresh_database(pg))
+        try:
+            with pytest.raises(StateUnavailable) as caught:
+                wait(state.pins().get("gem.example", 1965))
+            assert "gophergem db upgrade" in (caught.value.next_step or "")
+        finally:
+            wait(state.close())
+
+
+class TestBounds:
+    def test_unreachable_server(self, pg: PostgresHarness) -> None:
+        """
+        A server nothing listens for is STATE_UNAVAILABLE within about the
+        timeout, and the password of the URL appears nowhere.
+        """
+        from gophergem.state.postgres import PostgresState
+
+        started = time.monotonic()
+        with pytest.raises(StateUnavailable) as caught:
+            wait(
+                PostgresState.connect(
+                    f"postgresql://gg:{SECRET}@127.0.0.1:1/postgres",
+                    key=None,
+                    timeout=0.5,
+                    reactor=pg.reactor,
+                )
+            )
+        assert time.monotonic() - started < 3.0
+        assert caught.value.code == "STATE_UNAVAILABLE"
+        assert caught.value.temporary is True
+        assert SECRET not in str(caught.value.fields())
+
+    def test_slow_call(self, pg: PostgresHarness) -> None:
+        """A call the server does not finish in time is STATE_UNAVAILABLE; the pool works on."""
+        state = connect(pg, pg.url, timeout=0.3)
+
+        async def slow(connection: Any) -> None:
+            await connection.execute("SELECT pg_sleep(5)")
+
+        try:
+            started = time.monotonic()
+            with pytest.raises(StateUnavailable) as caught:
+                wait(state._runner.call(slow))
+            assert time.monotonic() - started < 2.5
+            assert "0.3 seconds" in caught.value.message
+            assert wait(state.pins().all()) == []
+        finally:
+            wait(state.close())
+
+    def test_health(self, pg: PostgresHarness) -> None:
+        """health says ok while the server answers, and not ok (without failing) once closed."""
+        state = connect(pg, pg.url)
+        assert wait(state.health())["ok"] is True
+        wait(state.close())
+        health = wait(state.health())
+        assert health["ok"] is False and health["detail"]
+
+
+class TestFirstUse:
+    def test_loser_sees_the_winner(self, pg: PostgresHarness) -> None:
+        """
+        While another connection's first-use insert is uncommitted, put_new
+        waits; once it commits, put_new returns the winner's pin and stores nothing.
+        """
+        import psycopg
+
+        winner = make_pin("sha256:" + "11" * 32)
+        loser = make_pin("sha256:" + "22" * 32)
+
+        async def race() -> Any:
+            async with await psycopg.AsyncConnection.connect(pg.url) as other:
+                await other.execute(
+                    "INSERT INTO gophergem_pins VALUES ('', %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (
+                        winner.host,
+                        winner.port,
+                        winner.fingerprint,
+                        winner.spki,
+                        winner.first_seen,
+                        winner.last_seen,
+                        winner.not_before,
+                        winner.expires,
+                    ),
+                )
+                pending = pg.state.pins().put_new(loser).asFuture(pg.loop)
+                await blocked_on_a_lock(pg.url)
+                assert not pending.done()
+                await other.commit()
+                return await pending
+
+        assert run(pg, race()) == winner
+        assert wait(pg.state.pins().all()) == [winner]
+
+    def test_two_pools_race(self, pg: PostgresHarness) -> None:
+        """Two replicas racing first use: exactly one wins; both then agree on its pin."""
+        other = connect(pg, pg.url)
+        try:
+            for n in range(5):
+                host = f"race{n}.example"
+                a, b = make_pin("sha256:" + "33" * 32, host), make_pin("sha256:" + "44" * 32, host)
+                results = run(
+                    pg,
+                    asyncio.gather(
+                        pg.state.pins().put_new(a).asFuture(pg.loop),
+                        other.pins().put_new(b).asFuture(pg.loop),
+                    ),
+                )
+                assert results.count(None) == 1
+                stored = wait(pg.state.pins().get(host, 1965))
+                assert stored in (a, b)
+                assert [r for r in results if r is not None] == [stored]
+        finally:
+            wait(other.close())
+
+
+class TestIdentitiesAtRest:
+    def test_private_key_sealed(self, pg: PostgresHarness) -> None:
+        """The row holds the certificate in clear and the key only sealed."""
+        import psycopg
+
+        store = pg.state.identities("alice")
+        identity = wait(store.create("gem.example", 1965, "/", NOW))
+        cert_pem, key_pem = wait(store.credentials(identity))
+        with psycopg.connect(pg.url) as raw:
+            row = raw.execute(
+                "SELECT certificate_pem, key_nonce, key_sealed FROM gophergem_identities"
+            ).fetchone()
+        assert row is not None
+        assert row[0].encode() == cert_pem
+        assert b"PRIVATE KEY" not in bytes(row[2])
+        assert key_pem not in bytes(row[2])
+        assert len(bytes(row[1])) == 12
+
+    def test_wrong_key(self, pg: PostgresHarness) -> None:
+        """Another database key does not open the stored keys: a clear STATE_UNAVAILABLE."""
+        identity = wait(pg.state.identities(None).create("gem.example", 1965, "/", NOW))
+        other = connect(pg, pg.url, key=b"\x01" * 32)
+        try:
+            with pytest.raises(StateUnavailable) as caught:
+                wait(other.identities(None).credentials(identity))
+            assert "database key does not decrypt" in caught.value.message
+        finally:
+            wait(other.close())
+
+    def test_row_moved_to_another_principal(self, pg: PostgresHarness) -> None:
+        """A sealed key copied to another principal's row does not open there."""
+        import psycopg
+
+        identity = wait(pg.state.identities("alice").create("gem.example", 1965, "/", NOW))
+        with psycopg.connect(pg.url) as raw:
+            raw.execute("UPDATE gophergem_identities SET principal = 'mallory'")
+        with pytest.raises(StateUnavailable):
+            wait(pg.state.identities("mallory").credentials(identity))
+
+    def test_no_key_refused(self, pg: PostgresHarness) -> None:
+        """A state without a database key refuses identity stores with one line."""
+        from gophergem.state.postgres import PostgresState
+
+        keyless = wait(PostgresState.connect(pg.url, key=None, timeout=5, reactor=pg.reactor))
+        try:
+            with pytest.raises(ConfigError, match="GOPHERGEM_DATABASE_KEY_FILE"):
+                keyless.identities(None)
+            assert wait(keyless.pins().all()) == []
+        finally:
+            wait(keyless.close())
+
+
+class TestPrincipals:
+    def test_identities_are_private(self, pg: PostgresHarness) -> None:
+        """An identity of one principal is invisible to another and to the owner."""
+        alice = wait(pg.state.identities("alice").create("gem.example", 1965, "/", NOW))
+        assert wait(pg.state.identities("bob").find("gem.example", 1965, "/")) is None
+        assert wait(pg.state.identities(None).all()) == []
+        with pytest.raises(CertificateStoreUnavailable):
+            wait(pg.state.identities("bob").credentials(alice))
+        bob = wait(pg.state.identities("bob").create("gem.example", 1965, "/", NOW))
+        assert bob.fingerprint != alice.fingerprint
+
+    def test_feeds_are_private(self, pg: PostgresHarness) -> None:
+        """Subscriptions and read state belong to their principal."""
+        wait(pg.state.feeds("alice").subscribe("gemini://a.example/", None, "page", [], NOW))
+        assert wait(pg.state.feeds("bob").subscriptions()) == []
+        assert wait(pg.state.feeds(None).get("gemini://a.example/")) is None
+        assert wait(pg.state.feeds("bob").unsubscribe("gemini://a.example/")) is False
+        assert len(wait(pg.state.feeds("alice").subscriptions())) == 1
+
+    def test_pins_shared_or_per_principal(self, pg: PostgresHarness) -> None:
+        """
+        Pins are everyone's, whoever asks; with pins_per_principal, a
+        principal's pins are their own.
+        """
+        shared = pg.state.pins()
+        assert shared is not None
+        wait(shared.put(make_pin()))
+        assert pg.state.pins("alice") is shared
+        apart = attrs.evolve(pg.state, pins_per_principal=True)
+        alice = apart.pins("alice")
+        assert alice is not None and alice is not apart.pins(None)
+        assert wait(alice.get("gem.example", 1965)) is None
+        wait(alice.put(make_pin(host="a.example")))
+        assert [p.host for p in wait(shared.all())] == ["gem.example"]
+
+    def test_switched_off_stores_and_feed_principals(self, pg: PostgresHarness) -> None:
+        """No pins with TOFU off, no identities with them off; who has subscriptions."""
+        off = attrs.evolve(pg.state, tofu_enabled=False, identities_enabled=False)
+        assert off.pins("alice") is None
+        assert off.identities("alice") is None
+        wait(pg.state.feeds("carol").subscribe("gemini://c.example/", None, "page", [], NOW))
+        found = wait(pg.state.feed_principals())
+        assert found[0] is None and "carol" in found
+
+
+class TestDatabaseKey:
+    @pytest.mark.parametrize(
+        "content",
+        [
+            bytes(range(32)),
+            bytes(range(32)).hex().encode() + b"\n",
+            b"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n",
+        ],
+        ids=["raw", "hex", "base64"],
+    )
+    def test_forms(self, tmp_path: Path, content: bytes) -> None:
+        """The key file may hold the 32 bytes raw, in hex or in base64."""
+        from gophergem.state.postgres import load_database_key
+
+        path = tmp_path / "key"
+        path.write_bytes(content)
+        assert load_database_key(path) == bytes(range(32))
+
+    @pytest.mark.parametrize(
+        "content", [b"", b"short", b"ab" * 31], ids=["empty", "short", "hex31"]
+    )
+    def test_refused(self, tmp_path: Path, content: bytes) -> None:
+        """Anything else is a one-line ConfigError that does not quote the file."""
+        from gophergem.state.postgres import load_database_key
+
+        path = tmp_path / "key"
+        path.write_bytes(content)
+        with pytest.raises(ConfigError) as caught:
+            load_database_key(path)
+        assert "\n" not in str(caught.value)
+        assert "short" not in str(caught.value)
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """A key file that cannot be read is a ConfigError too."""
+        from gophergem.state.postgres import load_database_key
+
+        with pytest.raises(ConfigError, match="cannot be read"):
+            load_database_key(tmp_path / "absent")
+
+
+def test_drivers_not_imported_by_default() -> None:
+    """Importing gophergem and its state package loads neither psycopg nor its pool."""
+    code = (
+        "import sys, gophergem, gophergem.state, gophergem.cli, gophergem.service;"
+        "print(sorted(m for m in sys.modules if m.startswith(('psycopg', 'redis'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
