@@ -25,16 +25,22 @@ from gophergem import interfaces
 from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.interfaces import (
     IAddressPolicy,
+    IConcurrencyCap,
     IFeedStore,
     IFetcher,
+    IHostPacer,
     IIdentityStore,
     IPinStore,
+    IPolicyBackend,
     IResolver,
     IResponseCache,
+    ISlowDownBoard,
 )
 from gophergem.policy.cache import ResponseCache
+from gophergem.policy.local import LocalPolicy
+from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.testing import FakeResolver, MemoryNetwork
+from gophergem.testing import DeferringStore, FakeResolver, MemoryNetwork
 from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
 
@@ -55,12 +61,32 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
     (IFetcher, "Fetcher", lambda tmp: MemoryNetwork().fetcher()),
     (IFeedStore, "MemoryFeedStore", lambda tmp: MemoryFeedStore()),
     (IFeedStore, "FileFeedStore", lambda tmp: FileFeedStore(tmp / "feeds.json")),
+    (IHostPacer, "HostPacer", lambda tmp: HostPacer(Clock(), 60)),
+    (IConcurrencyCap, "ConcurrencyCap", lambda tmp: ConcurrencyCap(4)),
+    (ISlowDownBoard, "SlowDownBoard", lambda tmp: SlowDownBoard(Clock())),
+    (IPolicyBackend, "LocalPolicy", lambda tmp: LocalPolicy()),
+    (IPinStore, "DeferringStore(pins)", lambda tmp: DeferringStore(MemoryPinStore())),
+    (
+        IIdentityStore,
+        "DeferringStore(identities)",
+        lambda tmp: DeferringStore(MemoryIdentityStore()),
+    ),
+    (IFeedStore, "DeferringStore(feeds)", lambda tmp: DeferringStore(MemoryFeedStore(), Clock())),
+    (IResponseCache, "DeferringStore(cache)", lambda tmp: DeferringStore(ResponseCache(Clock()))),
 ]
 
 #: Providers verified elsewhere, because they live in modules this issue is
 #: still reshaping or need more than a directory to build: class name -> test.
 VERIFIED_ELSEWHERE = {
     "ReactorResolver": "tests/test_client_connect.py",
+    "PostgresPinStore": "tests/test_trust_pins.py",
+    "PostgresIdentityStore": "tests/test_trust_identities.py",
+    "PostgresFeedStore": "tests/test_feeds_store.py",
+    "RedisPolicy": "tests/test_state_redis.py",
+    "RedisHostPacer": "tests/test_state_redis.py",
+    "RedisConcurrencyCap": "tests/test_state_redis.py",
+    "RedisSlowDownBoard": "tests/test_state_redis.py",
+    "RedisResponseCache": "tests/test_state_redis.py",
 }
 
 

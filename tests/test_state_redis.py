@@ -1,0 +1,601 @@
+"""
+Tests for L{gophergem.state.redis}: the shared pacer, cap, 44 board,
+response and robots.txt caches, and the codec of cached values.
+
+The codec is pure and tested alone.  Everything else runs against a real
+C{redis-server} on loopback (L{tests.servers.redis}), usually as two
+L{RedisPolicy} instances (two "replicas") sharing it.  Rates are asserted
+from recorded start times with generous bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from array import array
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import deferLater
+from zope.interface.verify import verifyObject
+
+from gophergem.errors import StateUnavailable
+from gophergem.fetcher.gemini import GeminiDownload
+from gophergem.fetcher.gopher import GopherDownload
+from gophergem.interfaces import (
+    IConcurrencyCap,
+    IHostPacer,
+    IPolicyBackend,
+    IResponseCache,
+    ISlowDownBoard,
+)
+from gophergem.state.redis import Cacheable, RedisPolicy, ValueCodec
+from gophergem.state.redis._codec import Unencodable, Unreadable
+from gophergem.wire import gemini as gemini_wire
+from gophergem.wire import gopher as gopher_wire
+from tests.servers.redis import (
+    RedisServer,
+    find_redis_server,
+    missing,
+    redis_url,  # noqa: F401  (the fixture)
+    start_rate,
+)
+from tests.web_helpers import loop_reactor, run
+
+T = TypeVar("T")
+
+CACHEABLE = (
+    Cacheable(GopherDownload, transient={"windows"}),
+    Cacheable(GeminiDownload, transient={"windows"}),
+)
+
+
+def menu_download() -> GopherDownload:
+    item = gopher_wire.MenuItem(
+        item_type="1",
+        title="Phlogs ☕",
+        selector=b"/phlogs\xff",
+        host="gopher.example",
+        port=70,
+        next_url="gopher://gopher.example/1/phlogs%FF",
+    )
+    menu = gopher_wire.Menu(items=(item, item), terminated=True, charset="utf-8")
+    return GopherDownload(
+        category=gopher_wire.Category.MENU, size=120, overflowed=False, fetched_at=5.5, menu=menu
+    )
+
+
+def gemtext_download() -> GeminiDownload:
+    text = "# Hello\n```\ncode\n```\n=> /a link\n"
+    return GeminiDownload(
+        header=gemini_wire.ResponseHeader(20, "text/gemini; lang=en"),
+        mime=gemini_wire.MimeType("text", "gemini", {"lang": "en"}, None, "en"),
+        text=text,
+        charset="utf-8",
+        size=len(text),
+        overflowed=False,
+        incomplete_reason=None,
+        fetched_at=7.25,
+        tls={"tls_version": "TLSv1.3", "cipher": None, "cert_fingerprint": "sha256:ab"},
+        toggles=array("q", [8, 17]),
+    ).with_memo(2000)
+
+
+# --- the codec (pure) ---------------------------------------------------------------
+
+
+def test_codec_round_trips_a_gopher_menu() -> None:
+    """A parsed menu comes back equal, its memo fresh and empty."""
+    codec = ValueCodec.of(CACHEABLE)
+    original = menu_download().with_memo(2000, 100)
+    value, stored_at = codec.decode(codec.encode(original, 12.5))
+    assert value == original
+    assert stored_at == 12.5
+    assert isinstance(value, GopherDownload)
+    assert value.windows.allowance == 0
+
+
+def test_codec_round_trips_a_gemini_page() -> None:
+    """A decoded Gemini page keeps its header, MIME parameters, TLS facts and toggles."""
+    codec = ValueCodec.of(CACHEABLE)
+    original = gemtext_download()
+    value, _ = codec.decode(codec.encode(original, 1.0))
+    assert isinstance(value, GeminiDownload)
+    assert value == original
+    assert value.toggles == array("q", [8, 17])
+    assert value.mime.params == {"lang": "en"}
+    assert value.tls == original.tls
+
+
+def test_codec_round_trips_text_and_bytes() -> None:
+    """Bytes, tuples and dicts keep their types; the JSON holds no pickle."""
+    codec = ValueCodec.of()
+    body = gopher_wire.TextBody(text="caf\u00e9", charset="latin-1", terminated=False)
+    original = (b"\x00\x80", {"k": [1, 2.5, None]}, body, bytearray(b"x"))
+    data = codec.encode(original, 0)
+    assert json.loads(data)["format"] == 1
+    value, _ = codec.decode(data)
+    assert value == original
+    assert isinstance(value, tuple) and isinstance(value[3], bytearray)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [object(), {1: "a"}, float("nan"), menu_download(), array("u", "x")],
+    ids=["object", "int-keys", "nan", "unregistered-type", "unicode-array"],
+)
+def test_codec_refuses_what_it_does_not_know(value: object) -> None:
+    """A value holding an unknown type, or anything JSON cannot spell, is not encoded."""
+    with pytest.raises(Unencodable):
+        ValueCodec.of().encode(value, 0)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x80\x04\x95pickle",
+        b"{}",
+        b'{"format": 1, "at": 0, "value": {"$": "attrs", "n": "Popen", "f": {}}}',
+        b'{"format": 1, "at": 0, "value": {"$": "attrs", "n": "Menu", "f": {"nope": 1}}}',
+        b'{"format": 1, "at": 0, "value": {"$": "bytes", "v": "***"}}',
+        b'{"format": 1, "at": 0, "value": {"$": "enum", "n": "Category", "v": "NOPE"}}',
+        b'{"format": 1, "at": "x", "value": null}',
+        b'{"format": 2, "at": 0, "value": null}',
+    ],
+    ids=[
+        "pickle",
+        "no-format",
+        "unknown-type",
+        "unknown-field",
+        "bad-base64",
+        "bad-enum",
+        "no-time",
+        "other-format",
+    ],
+)
+def test_codec_reads_only_what_it_wrote(data: bytes) -> None:
+    """Anything but an entry of this format, of known types, is unreadable."""
+    with pytest.raises(Unreadable):
+        ValueCodec.of(CACHEABLE).decode(data)
+
+
+def test_importing_does_not_import_the_driver() -> None:
+    """Importing gophergem.state.redis leaves redis-py unimported until connect."""
+    code = "import sys, gophergem.state.redis; print('redis' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --- against a real Redis -----------------------------------------------------------
+
+
+async def wait(d: Deferred[T]) -> T:
+    """Wait on a Deferred from an asyncio coroutine."""
+    return await d.asFuture(asyncio.get_running_loop())
+
+
+@asynccontextmanager
+async def replicas(
+    url: str, count: int = 2, timeout: float = 2.0, **kwargs: Any
+) -> AsyncIterator[tuple[IReactorTime, list[RedisPolicy]]]:
+    """C{count} policies on one Redis, sharing a prefix no other test uses."""
+    prefix = f"test-{uuid.uuid4().hex}:"
+    with loop_reactor() as reactor:
+        policies = [
+            await wait(
+                RedisPolicy.connect(
+                    url,
+                    timeout=timeout,
+                    reactor=reactor,
+                    prefix=prefix,
+                    cacheable=CACHEABLE,
+                    **kwargs,
+                )
+            )
+            for _ in range(count)
+        ]
+        try:
+            yield reactor, policies
+        finally:
+            for policy in policies:
+                await wait(policy.close())
+
+
+def on_redis(url: str, body: Callable[..., Awaitable[None]], **kwargs: Any) -> None:
+    """Run C{body(reactor, policies)} on a fresh loop with two replicas."""
+
+    async def main() -> None:
+        async with replicas(url, **kwargs) as (reactor, policies):
+            await body(reactor, policies)
+
+    run(main, deadline=60)
+
+
+def test_interfaces(redis_url: str) -> None:  # noqa: F811
+    """The policy and every part it makes provide their interfaces."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        policy = policies[0]
+        assert verifyObject(IPolicyBackend, policy)
+        assert verifyObject(IHostPacer, policy.pacer("gemini", reactor, 60))
+        assert verifyObject(IConcurrencyCap, policy.cap("gemini", 4))
+        assert verifyObject(ISlowDownBoard, policy.board("gemini", reactor))
+        cache = policy.cache("gemini", reactor, 60, 100)
+        assert cache is not None and verifyObject(IResponseCache, cache)
+        assert policy.cache("gemini", reactor, 0, 100) is None
+        assert await wait(policy.health()) == {"ok": True, "detail": "Redis answers."}
+
+    on_redis(redis_url, body)
+
+
+def test_two_replicas_share_one_pace(redis_url: str) -> None:  # noqa: F811
+    """At 600 rpm, eight starts to one host from two replicas span at least 0.65 s."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        pacers = [policy.pacer("gemini", reactor, 600) for policy in policies]
+        starts: list[float] = []
+
+        def started(_: object) -> None:
+            starts.append(time.monotonic())
+
+        turns = [pacers[i % 2].turn("Slow.Example").addCallback(started) for i in range(8)]
+        other = time.monotonic()
+        await wait(pacers[1].turn("other.example"))
+        assert time.monotonic() - other < 0.5  # another host does not queue behind
+        for turn in turns:
+            await wait(turn)
+        rate = start_rate(starts)
+        assert rate.count == 8
+        assert rate.span >= 0.65
+        assert rate.obeys(600, slack=0.05)
+
+    on_redis(redis_url, body)
+
+
+def test_no_pacing_at_zero(redis_url: str) -> None:  # noqa: F811
+    """At 0 requests per minute every turn has already fired."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        pacer = policies[0].pacer("gopher", reactor, 0)
+        assert all(pacer.turn("h").called for _ in range(5))
+
+    on_redis(redis_url, body)
+
+
+def test_a_cancelled_wait_gives_its_slot_back(redis_url: str) -> None:  # noqa: F811
+    """
+    Cancelling the last booked wait frees its slot: the next request starts
+    one interval after the first, not two.
+    """
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        pacer = policies[0].pacer("gemini", reactor, 30)  # two seconds apart
+        await wait(pacer.turn("h"))
+        second = pacer.turn("h")
+        await wait(deferLater(reactor, 0.2, lambda: None))  # booked, now waiting
+        second.cancel()
+        with pytest.raises(CancelledError):
+            await wait(second)
+        await wait(deferLater(reactor, 0.2, lambda: None))  # the slot goes back
+        asked = time.monotonic()
+        await wait(policies[1].pacer("gemini", reactor, 30).turn("h"))
+        assert time.monotonic() - asked < 3.0  # about 1.6 s; 3.6 s had it stayed spent
+
+    on_redis(redis_url, body)
+
+
+def test_cap_across_replicas(redis_url: str) -> None:  # noqa: F811
+    """A cap of 2 holds for both replicas together, and every operation runs."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        caps = [policy.cap("gopher", 2) for policy in policies]
+        running: list[int] = []
+        most = [0]
+
+        async def work(n: int) -> int:
+            running.append(n)
+            most[0] = max(most[0], len(running))
+            await deferLater(reactor, 0.1, lambda: None)
+            running.remove(n)
+            return n
+
+        results = [caps[n % 2].run(work, n) for n in range(6)]
+        assert [await wait(d) for d in results] == list(range(6))
+        assert most[0] == 2
+
+    on_redis(redis_url, body)
+
+
+def test_cap_zero_is_no_cap(redis_url: str) -> None:  # noqa: F811
+    """A cap of 0 calls at once, without asking Redis."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        cap = policies[0].cap("gopher", 0)
+        assert cap.run(lambda: 7).result == 7  # type: ignore[attr-defined]
+
+    on_redis(redis_url, body)
+
+
+def test_cap_cancel_while_waiting(redis_url: str) -> None:  # noqa: F811
+    """Cancelling a waiting operation never calls it; the holder's result is unchanged."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        cap = policies[0].cap("gopher", 1)
+        gate: Deferred[str] = Deferred()
+        holding = cap.run(lambda: gate)
+        await wait(deferLater(reactor, 0.2, lambda: None))
+        called: list[int] = []
+        waiting = policies[1].cap("gopher", 1).run(lambda: called.append(1))
+        await wait(deferLater(reactor, 0.2, lambda: None))
+        waiting.cancel()
+        with pytest.raises(CancelledError):
+            await wait(waiting)
+        gate.callback("done")
+        assert await wait(holding) == "done"
+        assert called == []
+        # The place is free again.
+        assert await wait(cap.run(lambda: succeed(3))) == 3
+
+    on_redis(redis_url, body)
+
+
+def test_leases_lapse_and_running_ones_are_renewed(redis_url: str) -> None:  # noqa: F811
+    """
+    A lease nobody renews (a killed replica) lapses after lease_seconds;
+    a running operation renews its own and keeps its place meanwhile.
+    """
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        first, second = policies
+        key = first.client.key("cap", "gemini")
+        await wait(first.client.call(lambda redis: redis.zadd(key, {"dead": 0})))
+        # The dead lease has score 0 (long expired): it is swept at once.
+        assert await wait(first.cap("gemini", 1).run(lambda: 1)) == 1
+        # A live operation longer than the lease keeps its place.
+        gate: Deferred[None] = Deferred()
+        holding = first.cap("gemini", 1).run(lambda: gate)
+        started = time.monotonic()
+        waiting = second.cap("gemini", 1).run(time.monotonic)
+        await wait(deferLater(reactor, 1.0, lambda: None))  # over three lease lengths
+        assert not waiting.called
+        gate.callback(None)
+        await wait(holding)
+        assert await wait(waiting) - started >= 1.0
+
+    on_redis(redis_url, body, lease_seconds=0.3)
+
+
+def test_board_seen_by_both(redis_url: str) -> None:  # noqa: F811
+    """A 44 noted by one replica is seen by the other, doubles, and is cleared by either."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        a, b = (policy.board("gemini", reactor) for policy in policies)
+        assert await wait(b.retry_after("Cap.Example", 1965)) is None
+        first = await wait(a.note("Cap.Example", 1965, "please slow down"))
+        assert first == pytest.approx(1.0, abs=0.05)
+        left = await wait(b.retry_after("cap.example", 1965))
+        assert left is not None and 0 < left <= 1.0
+        assert await wait(b.retry_after("cap.example", 1966)) is None
+        second = await wait(b.note("cap.example", 1965, "again"))
+        assert second == pytest.approx(2.0, abs=0.05)
+        told = await wait(a.note("told.example", 1965, "5"))
+        assert told == pytest.approx(5.0, abs=0.05)
+        huge = await wait(a.note("huge.example", 1965, "99999999"))
+        assert huge == pytest.approx(3600.0, abs=0.05)
+        await wait(a.clear("cap.example", 1965))
+        assert await wait(b.retry_after("cap.example", 1965)) is None
+        again = await wait(b.note("cap.example", 1965, "x"))
+        assert again == pytest.approx(1.0, abs=0.05)  # the doubling starts afresh
+
+    on_redis(redis_url, body)
+
+
+def test_cache_shared(redis_url: str) -> None:  # noqa: F811
+    """What one replica caches the other reads; discard forgets it for both."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        a, b = (policy.cache("gemini", reactor, 60, 100) for policy in policies)
+        assert a is not None and b is not None
+        page = gemtext_download()
+        assert await wait(b.get("gemini://h/")) is None
+        stored_at = await wait(a.put("gemini://h/", page))
+        hit = await wait(b.get("gemini://h/"))
+        assert hit is not None
+        assert hit == (page, stored_at)
+        await wait(b.discard("gemini://h/"))
+        assert await wait(a.get("gemini://h/")) is None
+        # Not shareable: kept out, and the put still answers.
+        await wait(a.put("gemini://h/x", object()))
+        assert await wait(b.get("gemini://h/x")) is None
+
+    on_redis(redis_url, body)
+
+
+def test_cache_entries_expire_and_garbage_is_a_miss(redis_url: str) -> None:  # noqa: F811
+    """An entry lives for the TTL; bytes that are not an entry read as a miss."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        policy = policies[0]
+        cache = policy.cache("gopher", reactor, 0.2, 100)
+        assert cache is not None
+        await wait(cache.put("k", menu_download()))
+        ttl = await wait(
+            policy.client.call(lambda r: r.pttl(policy.client.key("cache", "gopher", "k")))
+        )
+        assert 0 < ttl <= 200
+        await wait(deferLater(reactor, 0.5, lambda: None))
+        assert await wait(cache.get("k")) is None
+        name = policy.client.key("cache", "gopher", "bad")
+        await wait(policy.client.call(lambda r: r.set(name, b"\x80\x04pickle")))
+        assert await wait(cache.get("bad")) is None
+
+    on_redis(redis_url, body)
+
+
+def test_robots_probed_once_for_both(redis_url: str) -> None:  # noqa: F811
+    """A robots.txt answer (a file, or none) is read by the other replica without a probe."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        asked: list[tuple[str, int]] = []
+        answers = {"a.example": b"User-agent: *\nDisallow: /x\n", "b.example": None}
+
+        def probe(host: str, port: int) -> Deferred[bytes | None]:
+            asked.append((host, port))
+            return succeed(answers[host])
+
+        a, b = (policy.robots_probe("gemini", probe, 60) for policy in policies)
+        assert await wait(a("a.example", 1965)) == answers["a.example"]
+        assert await wait(b("A.example", 1965)) == answers["a.example"]
+        assert await wait(a("b.example", 1965)) is None
+        assert await wait(b("b.example", 1965)) is None
+        assert asked == [("a.example", 1965), ("b.example", 1965)]
+        assert policies[0].robots_probe("gemini", probe, 0) is probe
+
+    on_redis(redis_url, body)
+
+
+def test_a_failed_robots_probe_is_not_shared(redis_url: str) -> None:  # noqa: F811
+    """A probe that fails fails for its caller, and the next replica probes again."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        calls: list[int] = []
+
+        def probe(host: str, port: int) -> Deferred[bytes | None]:
+            calls.append(port)
+            if len(calls) == 1:
+                raise StateUnavailable(message="boom")
+            return succeed(b"")
+
+        a, b = (policy.robots_probe("gopher", probe, 60) for policy in policies)
+        with pytest.raises(StateUnavailable):
+            await wait(a("h", 70))
+        assert await wait(b("h", 70)) == b""
+        assert calls == [70, 70]
+
+    on_redis(redis_url, body)
+
+
+def test_scripts_reload_after_script_flush(redis_url: str) -> None:  # noqa: F811
+    """After SCRIPT FLUSH (as after a restart) the scripts are loaded again."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        policy = policies[0]
+        board = policy.board("gemini", reactor)
+        pacer = policy.pacer("gemini", reactor, 6000)
+        await wait(board.note("h", 1965, "x"))
+        await wait(pacer.turn("h"))
+        await wait(policy.client.call(lambda r: r.script_flush()))
+        assert await wait(board.retry_after("h", 1965)) is not None
+        await wait(pacer.turn("h"))
+        assert await wait(policy.cap("gemini", 1).run(lambda: 5)) == 5
+
+    on_redis(redis_url, body)
+
+
+# --- failures ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_server() -> Any:
+    """A Redis this test may stop and start."""
+    binary = find_redis_server()
+    if binary is None:
+        missing("redis-server is not installed")
+    with tempfile.TemporaryDirectory(prefix="gophergem-redis-") as directory:
+        server = RedisServer(binary, Path(directory))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def test_stopped_redis_fails_fast_and_recovers(own_server: RedisServer) -> None:
+    """
+    With Redis stopped every part fails with STATE_UNAVAILABLE within the
+    timeout, health says so, and all works again once Redis is back.
+    """
+
+    async def main() -> None:
+        async with replicas(own_server.url, count=1, timeout=1.0) as (reactor, (policy,)):
+            board = policy.board("gemini", reactor)
+            cache = policy.cache("gemini", reactor, 60, 10)
+            assert cache is not None
+            await wait(board.note("h", 1965, "x"))
+            own_server.stop()
+            calls: list[Callable[[], Deferred[Any]]] = [
+                lambda: board.retry_after("h", 1965),
+                lambda: policy.pacer("gemini", reactor, 60).turn("h"),
+                lambda: policy.cap("gemini", 1).run(lambda: 1),
+                lambda: cache.get("k"),
+            ]
+            for call in calls:
+                began = time.monotonic()
+                with pytest.raises(StateUnavailable) as caught:
+                    await wait(call())
+                assert time.monotonic() - began < 1.0 + 1.0
+                assert caught.value.code == "STATE_UNAVAILABLE"
+                assert "Redis" in caught.value.message
+            health = await wait(policy.health())
+            assert health["ok"] is False and "Redis" in str(health["detail"])
+            own_server.start()
+            await wait(board.note("h", 1965, "x"))  # a fresh server: scripts reloaded
+            assert await wait(board.retry_after("h", 1965)) is not None
+            assert (await wait(policy.health()))["ok"] is True
+
+    run(main, deadline=60)
+
+
+def test_a_silent_server_times_out() -> None:
+    """A server that accepts and never answers gives STATE_UNAVAILABLE after the timeout."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+
+        async def main() -> None:
+            with loop_reactor() as reactor:
+                began = time.monotonic()
+                with pytest.raises(StateUnavailable) as caught:
+                    await wait(
+                        RedisPolicy.connect(
+                            f"redis://:sekrit@127.0.0.1:{port}/0", timeout=0.5, reactor=reactor
+                        )
+                    )
+                assert 0.4 <= time.monotonic() - began < 0.5 + 1.0
+                assert "sekrit" not in str(caught.value)
+                assert "0.5 seconds" in caught.value.message
+
+        run(main)
+
+
+def test_nothing_listening() -> None:
+    """Connecting where nothing listens fails at once with STATE_UNAVAILABLE."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+
+    async def main() -> None:
+        with loop_reactor() as reactor:
+            with pytest.raises(StateUnavailable) as caught:
+                await wait(
+                    RedisPolicy.connect(
+                        f"redis://user:sekrit@127.0.0.1:{port}", timeout=2.0, reactor=reactor
+                    )
+                )
+            assert caught.value.message == "Redis could not be reached."
+            with pytest.raises(StateUnavailable):
+                await wait(RedisPolicy.connect("http://x", timeout=2.0, reactor=reactor))
+
+    run(main)
