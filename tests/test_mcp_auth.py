@@ -24,6 +24,7 @@ from gophergem.auth.tokens import TokenFile, add_token
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
 from gophergem.mcp.auth import (
+    IdentityProviderUnavailable,
     ProtectedResourceMetadataResource,
     TokenFileVerifier,
     auth_settings,
@@ -287,3 +288,254 @@ def test_access_log_has_no_token(tokens_path: Path) -> None:
     lines = [formatEvent(e) for e in events]
     assert any('"GET /health HTTP/1.1" 200' in line for line in lines), lines
     assert not any(token in line for line in lines)
+
+
+# --- identity providers: JWT, introspection, the combination -----------------------------------
+
+from gophergem.auth.jwt import JWTVerifier  # noqa: E402
+from gophergem.mcp.auth import (  # noqa: E402
+    CombinedVerifier,
+    ProviderVerifier,
+    looks_like_jwt,
+    principal_of,
+    verifier_from_config,
+)
+from tests.idp_helpers import (  # noqa: E402
+    AUDIENCE,
+    ISSUER,
+    RSA_KEY,
+    FakeAgent,
+    idp_routes,
+    jwk_of,
+    mint,
+)
+
+
+def provider(agent: FakeAgent) -> ProviderVerifier:
+    import time
+
+    from twisted.internet.task import Clock
+
+    clock = Clock()
+    clock.advance(time.time())
+    check = JWTVerifier(
+        issuer=ISSUER, audiences=(AUDIENCE,), algorithms=("RS256",), agent=agent, clock=clock
+    )
+    return ProviderVerifier(check, AUDIENCE)
+
+
+def test_provider_access_token() -> None:
+    """A JWT becomes an access token for this resource whose claims name the issuer."""
+    verifier = provider(FakeAgent(idp_routes(jwk_of(RSA_KEY, "k1"))))
+    access = asyncio.run(verifier.verify_token(mint()))
+    assert access is not None
+    assert (access.client_id, access.subject, access.resource) == ("claude", "alice", AUDIENCE)
+    assert access.scopes == ["gopher", "gemini"]
+    assert access.claims is not None and access.claims["iss"] == ISSUER
+    assert principal_of(access) == f"{ISSUER}#alice"
+
+
+def test_principal_of_token_file(tokens_path: Path) -> None:
+    """A token-file token's principal is token:NAME."""
+    token = add_token(tokens_path, "alice")
+    access = asyncio.run(TokenFileVerifier.from_path(str(tokens_path), URL).verify_token(token))
+    assert access is not None and principal_of(access) == "token:alice"
+
+
+def test_provider_unavailable_is_none_for_the_sdk() -> None:
+    """verify_token never raises: an unreachable provider refuses the token there."""
+    agent = FakeAgent()
+    agent.down = True
+    verifier = provider(agent)
+    assert asyncio.run(verifier.verify_token(mint())) is None
+    with pytest.raises(IdentityProviderUnavailable):
+        asyncio.run(verifier.access(mint()))
+
+
+def test_looks_like_jwt() -> None:
+    """Three base64url parts look like a JWT; a token-file token does not."""
+    assert looks_like_jwt(mint())
+    assert not looks_like_jwt("abc")
+    assert not looks_like_jwt("a.b")
+    assert not looks_like_jwt("a b.c.d")
+
+
+class Recording:
+    def __init__(self, answer: Any = None) -> None:
+        self.seen: list[str] = []
+        self.answer = answer
+
+    async def access(self, token: str) -> Any:
+        self.seen.append(token)
+        return self.answer
+
+
+def test_combination_order(tokens_path: Path) -> None:
+    """Token file first; a JWT goes to the issuer's keys only; an opaque token to introspection."""
+    known = add_token(tokens_path, "alice")
+    jwt_side, introspection = Recording(), Recording()
+    combined = CombinedVerifier(
+        TokenFileVerifier.from_path(str(tokens_path), URL),
+        jwt_side,  # type: ignore[arg-type]
+        introspection,  # type: ignore[arg-type]
+    )
+    assert asyncio.run(combined.verify_token(known)) is not None
+    assert (jwt_side.seen, introspection.seen) == ([], [])
+    token = mint()
+    assert asyncio.run(combined.verify_token(token)) is None
+    assert (jwt_side.seen, introspection.seen) == ([token], [])
+    assert asyncio.run(combined.verify_token("opaque")) is None
+    assert introspection.seen == ["opaque"]
+
+
+def test_verifier_from_config(tmp_path: Path) -> None:
+    """No auth setting: no verifier; a client id without its secret file: one-line refusal."""
+    assert verifier_from_config(OFFLINE, MemoryReactorClock(), URL) is None
+    with_issuer = Config(auth_issuer=ISSUER)
+    combined = verifier_from_config(with_issuer, MemoryReactorClock(), URL)
+    assert combined is not None and combined.jwt is not None and combined.token_file is None
+    assert combined.jwt.checker.audiences == (URL,)  # type: ignore[attr-defined]
+    broken = Config(auth_introspection_url=ISSUER + "/introspect", auth_client_id="x")
+    with pytest.raises(ValueError, match="go together"):
+        verifier_from_config(broken, MemoryReactorClock(), URL)
+
+
+def test_metadata_names_the_issuer() -> None:
+    """With an issuer, the metadata names it as the authorization server, and the scopes."""
+    settings = auth_settings(URL, issuer=ISSUER, required_scopes=("gopher",))
+    document = json.loads(ProtectedResourceMetadataResource(settings).body)
+    assert document["authorization_servers"] == [ISSUER]
+    assert document["scopes_supported"] == ["gopher"]
+
+
+def guarded_by(verifier: Any, scopes: tuple[str, ...] = ()) -> Any:
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    server: MCPServer[Any] = MCPServer(
+        "t", token_verifier=verifier, auth=auth_settings(AUDIENCE, required_scopes=scopes)
+    )
+    return require_token(inner, server, verifier)
+
+
+def test_unreachable_provider_is_503() -> None:
+    """An unreachable provider gives 503 with a JSON-RPC error body, not 401 or 500."""
+    agent = FakeAgent()
+    agent.down = True
+    app = guarded_by(provider(agent))
+    status, answer, body = asyncio.run(
+        asgi_exchange(app, [(b"authorization", f"Bearer {mint()}".encode())])
+    )
+    assert status == 503
+    assert answer["retry-after"] == "5"
+    reply = json.loads(body)
+    assert reply["jsonrpc"] == "2.0" and reply["error"]["data"]["code"] == "STATE_UNAVAILABLE"
+
+
+def test_required_scopes() -> None:
+    """A token without a required scope gets 403 insufficient_scope naming the scope."""
+    verifier = provider(FakeAgent(idp_routes(jwk_of(RSA_KEY, "k1"))))
+    app = guarded_by(verifier, ("gopher", "admin"))
+    status, answer, body = asyncio.run(
+        asgi_exchange(app, [(b"authorization", f"Bearer {mint()}".encode())])
+    )
+    assert status == 403
+    assert 'error="insufficient_scope"' in answer["www-authenticate"]
+    assert 'scope="gopher admin"' in answer["www-authenticate"]
+    assert json.loads(body)["error"]["code"] == -32003
+    status, answer, _ = asyncio.run(asgi_exchange(app, []))
+    assert status == 401 and 'scope="gopher admin"' in answer["www-authenticate"]
+    status, _, _ = asyncio.run(
+        asgi_exchange(app, [(b"authorization", f"Bearer {mint(scope='gopher admin')}".encode())])
+    )
+    assert status == 200
+
+
+# --- the site with an identity provider -----------------------------------------------------------
+
+
+def idp_site(agent: FakeAgent, tokens_path: Path | None = None) -> Any:
+    verifier = CombinedVerifier(
+        TokenFileVerifier.from_path(str(tokens_path), URL) if tokens_path else None,
+        provider(agent),
+    )
+    auth = auth_settings(URL, issuer=ISSUER)
+    server = build_server(
+        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
+        OFFLINE,
+        token_verifier=verifier,
+        auth=auth,
+    )
+    site, _ = service.build_site(
+        server,
+        OFFLINE,
+        MemoryReactorClock(),
+        security=service.endpoint_security("tcp:8000:interface=127.0.0.1"),
+        token_verifier=verifier,
+    )
+    return site
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_discovery_drill_down_needs_a_token() -> None:
+    """With auth on, the drill-down needs a token; the root card shows only its minimum."""
+    agent = FakeAgent(idp_routes(jwk_of(RSA_KEY, "k1")))
+    site = idp_site(agent)
+    token = mint()
+    for path in (
+        "/.well-known/agent",
+        "/.well-known/agent/tools",
+        "/.well-known/agent/tools/gopher_fetch",
+        "/.well-known/agent/policy",
+    ):
+        status, headers, body = exchange(site, request_bytes("GET", path))
+        assert status == 401, path
+        assert "resource_metadata=" in headers["www-authenticate"]
+        assert "error=" not in headers["www-authenticate"]
+        assert json.loads(body)["error"]["code"] == -32001
+        status, _, _ = exchange(site, request_bytes("GET", path, headers=bearer("nope")))
+        assert status == 401, path
+        status, _, body = exchange(site, request_bytes("GET", path, headers=bearer(token)))
+        assert status == 200, (path, body)
+    status, _, body = exchange(site, request_bytes("GET", "/.well-known/agent.gopher"))
+    assert status == 200
+    assert b"URL:http://127.0.0.1:8000/mcp" in body
+    assert b"gopher_fetch" not in body and b"Policy" not in body
+    assert exchange(site, request_bytes("GET", "/health"))[0] == 200
+
+
+def test_discovery_drill_down_provider_down() -> None:
+    """The drill-down answers 503 with a JSON-RPC body when the provider is unreachable."""
+    agent = FakeAgent()
+    agent.down = True
+    site = idp_site(agent)
+    status, _, body = exchange(
+        site, request_bytes("GET", "/.well-known/agent/tools", headers=bearer(mint()))
+    )
+    assert status == 503
+    assert json.loads(body)["error"]["data"]["code"] == "STATE_UNAVAILABLE"
+
+
+def test_no_token_in_any_log(tokens_path: Path) -> None:
+    """Across refused, accepted and 503 requests, no token text reaches a log event."""
+    file_token = add_token(tokens_path, "alice")
+    agent = FakeAgent(idp_routes(jwk_of(RSA_KEY, "k1")))
+    site = idp_site(agent, tokens_path)
+    good, bad = mint(), mint(aud="https://other.example.org/mcp")
+    site.doStart()
+    with capturedLogs() as events:
+        for token in (good, bad, file_token, "opaque-nonsense"):
+            for path in ("/mcp", "/.well-known/agent/tools"):
+                exchange(site, request_bytes("GET", path, headers=bearer(token)))
+        agent.down = True
+        late = mint(kid="k-new", sub="late")
+        exchange(site, request_bytes("GET", "/mcp", headers=bearer(late)))
+    site.doStop()
+    text = "\n".join(formatEvent(e) for e in events)
+    assert "GET /mcp" in text
+    for token in (good, bad, file_token, "opaque-nonsense", late):
+        assert token not in text

@@ -13,7 +13,20 @@ with the C{WWW-Authenticate} challenge, and this module supplies the rest:
     endpoint's ASGI application, as C{streamable_http_app} would put it
     (our bridge hosts the session manager directly);
   - L{ProtectedResourceMetadataResource}: the RFC 9728 document, at the
-    C{/.well-known/oauth-protected-resource/<path>} a client looks for.
+    C{/.well-known/oauth-protected-resource/<path>} a client looks for;
+  - L{ProviderVerifier}: the SDK's C{TokenVerifier} over a JWT or an
+    introspection verifier of L{gophergem.auth}; L{CombinedVerifier}: the
+    token file, JWTs and introspection together (L{verifier_from_config});
+  - L{BearerGuardResource}: the same bearer check in front of a
+    C{twisted.web} resource (the discovery drill-down);
+  - L{principal_of}: the principal an access token stands for.
+
+When several ways are configured, a token is tried against the token file
+first (a local lookup), then, when it has the shape of a JWT and an issuer
+is configured, against the issuer's keys (which decide: a JWT refused there
+is not sent to introspection), else against the introspection endpoint.
+An identity provider that cannot be reached gives 503 with a JSON-RPC error
+body (L{IdentityProviderUnavailable}), never 401 or 500.
 
 Tokens never reach a log: the verifier logs names, not tokens, and neither
 the bridge nor the site's access log records request headers.
@@ -21,11 +34,14 @@ the bridge nor the site's access log records request headers.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url
@@ -34,23 +50,40 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
+from starlette.authentication import AuthenticationError
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.web import server
-from twisted.web.resource import Resource
+from twisted.web.resource import IResource, Resource
 
+from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken
 from gophergem.auth.tokens import TokenFile
 from gophergem.mcp.discovery import Directory
 from gophergem.mcp.web import ASGIApp, foreign_request, refuse
 
+if TYPE_CHECKING:
+    from gophergem.config import Config
+
 __all__ = [
     "PRM_PREFIX",
+    "BearerGuardResource",
+    "CombinedVerifier",
+    "IdentityProviderUnavailable",
     "ProtectedResourceMetadataResource",
+    "ProviderVerifier",
     "TokenFileVerifier",
     "auth_settings",
+    "current_principal",
+    "looks_like_jwt",
     "metadata_path",
     "mount_metadata",
+    "principal_of",
     "require_token",
+    "unavailable_body",
+    "verifier_from_config",
 ]
 
 log = Logger(namespace="gophergem.auth")
@@ -82,6 +115,10 @@ class TokenFileVerifier:
         """A verifier reading the token file at C{path}."""
         return cls(TokenFile(path), resource)
 
+    async def access(self, token: str) -> AccessToken | None:
+        """The same as L{verify_token} (a token file is never unavailable)."""
+        return await self.verify_token(token)
+
     async def verify_token(self, token: str) -> AccessToken | None:
         """The access token C{token} stands for, or C{None} when it is not known."""
         try:
@@ -105,17 +142,231 @@ class TokenFileVerifier:
         self.tokens.reload()
 
 
-def auth_settings(public_url: str) -> AuthSettings:
+class _Checker(Protocol):
+    def verify(self, token: str) -> Deferred[VerifiedToken | None]: ...
+
+
+class ProviderVerifier:
     """
-    The SDK's settings for a resource server at C{public_url} that is also
-    named as its own authorization server (the token file issues no tokens
-    over HTTP; the SDK and RFC 9728 want one named).
+    The SDK's C{TokenVerifier} over an identity provider's verifier
+    (L{gophergem.auth.jwt.JWTVerifier},
+    L{gophergem.auth.introspection.IntrospectionVerifier}): a token it
+    vouches for is an access token for C{resource}, whose claims carry the
+    issuer (C{iss}) so that L{principal_of} and the SDK's own principal
+    checks see it.
+
+    @ivar checker: The provider's verifier.
+    @ivar resource: The public URL of the endpoint (the token's audience
+        was checked against the configured audiences).
     """
-    return AuthSettings(
-        issuer_url=AnyHttpUrl(public_url),
-        resource_server_url=AnyHttpUrl(public_url),
-        validate_token_resource=True,
+
+    def __init__(self, checker: _Checker, resource: str | None = None) -> None:
+        self.checker = checker
+        self.resource = resource
+
+    async def access(self, token: str) -> AccessToken | None:
+        """
+        The access token C{token} stands for, or C{None}.
+
+        @raise IdentityProviderUnavailable: When the provider cannot be asked.
+        """
+        try:
+            verified = await self.checker.verify(token).asFuture(asyncio.get_running_loop())
+        except IdentityProviderUnavailable:
+            raise
+        except Exception:  # never a 500 for a bad token
+            log.failure("Verifying a bearer token failed; it is refused")
+            return None
+        if verified is None:
+            return None
+        return AccessToken(
+            token=token,
+            client_id=verified.client_id,
+            scopes=list(verified.scopes),
+            expires_at=verified.expires_at,
+            resource=self.resource,
+            subject=verified.subject,
+            claims={**verified.claims, "iss": verified.issuer},
+        )
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """L{access}, with an unreachable provider refusing the token (never raises)."""
+        try:
+            return await self.access(token)
+        except IdentityProviderUnavailable:
+            return None
+
+
+def looks_like_jwt(token: str) -> bool:
+    """Whether C{token} has the shape of a compact JWS (three base64url parts)."""
+    parts = token.split(".")
+    return (
+        len(parts) == 3
+        and all(parts[:2])
+        and all(c.isascii() and (c.isalnum() or c in "-_=") for c in token.replace(".", ""))
     )
+
+
+class CombinedVerifier:
+    """
+    The token file, JWTs and introspection together, tried in that order
+    (see the module docstring); any of them may be missing.
+
+    @ivar token_file: The token-file verifier, if configured.
+    @ivar jwt: The JWT verifier, if an issuer is configured.
+    @ivar introspection: The introspection verifier, if configured.
+    """
+
+    def __init__(
+        self,
+        token_file: TokenFileVerifier | None = None,
+        jwt: ProviderVerifier | None = None,
+        introspection: ProviderVerifier | None = None,
+    ) -> None:
+        self.token_file = token_file
+        self.jwt = jwt
+        self.introspection = introspection
+
+    async def access(self, token: str) -> AccessToken | None:
+        """
+        The access token C{token} stands for, or C{None}.
+
+        @raise IdentityProviderUnavailable: When the provider that decides
+            cannot be asked.
+        """
+        if self.token_file is not None:
+            found = await self.token_file.access(token)
+            if found is not None:
+                return found
+        if self.jwt is not None and looks_like_jwt(token):
+            return await self.jwt.access(token)
+        if self.introspection is not None:
+            return await self.introspection.access(token)
+        return None
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """L{access}, with an unreachable provider refusing the token (never raises)."""
+        try:
+            return await self.access(token)
+        except IdentityProviderUnavailable:
+            return None
+        except Exception:
+            log.failure("Verifying a bearer token failed; it is refused")
+            return None
+
+    def reload(self) -> None:
+        """Read the token file again now, if there is one (the daemon's C{SIGHUP})."""
+        if self.token_file is not None:
+            self.token_file.reload()
+
+
+def principal_of(access_token: AccessToken) -> str:
+    """
+    The principal C{access_token} stands for, the same on every replica:
+    C{token:<name>} for the token file, C{<iss>#<sub>} for a provider's
+    token (C{<iss>#<client_id>} when it has no subject).
+    """
+    issuer = (access_token.claims or {}).get("iss")
+    if issuer:
+        return f"{issuer}#{access_token.subject or access_token.client_id}"
+    return f"token:{access_token.client_id}"
+
+
+def current_principal() -> str | None:
+    """The principal of the request being served, or C{None} (stdio, no authentication)."""
+    access = get_access_token()
+    return principal_of(access) if access is not None else None
+
+
+def auth_settings(
+    public_url: str, *, issuer: str | None = None, required_scopes: Sequence[str] = ()
+) -> AuthSettings:
+    """
+    The SDK's settings for a resource server at C{public_url}.
+
+    @param issuer: The authorization server named in the metadata; C{None}:
+        the resource names itself (the token file issues no tokens over
+        HTTP, but the SDK and RFC 9728 want one named).
+    @param required_scopes: Scopes every token must carry (else 403).
+    """
+    return AuthSettings.model_validate(
+        {
+            # A string, so that the settings keep a path-less issuer without a
+            # trailing "/" (issuers are compared exactly).
+            "issuer_url": issuer if issuer is not None else public_url,
+            "resource_server_url": AnyHttpUrl(public_url),
+            "validate_token_resource": True,
+            "required_scopes": list(required_scopes) or None,
+        }
+    )
+
+
+def verifier_from_config(
+    config: Config, reactor: Any, resource_url: str
+) -> CombinedVerifier | None:
+    """
+    The endpoint's verifier for C{config}'s authentication settings, or
+    C{None} when none is set.  Nothing is fetched until the first token.
+
+    @param reactor: Where the identity provider is reached from (an
+        C{IReactorTCP}, C{IReactorTime} provider).
+    @param resource_url: The endpoint's public URL (the default audience).
+    @raise ValueError: One line, for settings that cannot work together
+        (a client id without a secret file, an unreadable secret file, ...).
+    """
+    if (
+        config.auth_tokens_file is None
+        and config.auth_issuer is None
+        and config.auth_introspection_url is None
+    ):
+        return None
+    token_file = jwt_verifier = introspection = None
+    if config.auth_tokens_file is not None:
+        token_file = TokenFileVerifier.from_path(config.auth_tokens_file, resource_url)
+    audiences = config.auth_audience or (resource_url,)
+    agent: Any = None
+    if config.auth_issuer is not None or config.auth_introspection_url is not None:
+        from twisted.web.client import Agent, HTTPConnectionPool
+
+        # Agent and HTTPConnectionPool are unannotated in Twisted.
+        agent = Agent(reactor, pool=HTTPConnectionPool(reactor))  # type: ignore[no-untyped-call]
+    if config.auth_issuer is not None:
+        from gophergem.auth.jwt import JWTVerifier
+
+        jwt_verifier = ProviderVerifier(
+            JWTVerifier(
+                issuer=config.auth_issuer,
+                audiences=audiences,
+                algorithms=config.auth_algorithms,
+                agent=agent,
+                clock=reactor,
+                jwks_url=config.auth_jwks_url,
+            ),
+            resource_url,
+        )
+    if config.auth_introspection_url is not None:
+        from gophergem.auth.introspection import IntrospectionVerifier, read_secret
+
+        if (config.auth_client_id is None) != (config.auth_client_secret_file is None):
+            raise ValueError(
+                "GOPHERGEM_AUTH_CLIENT_ID and GOPHERGEM_AUTH_CLIENT_SECRET_FILE go together."
+            )
+        secret = None
+        if config.auth_client_secret_file is not None:
+            secret = read_secret(config.auth_client_secret_file)
+        introspection = ProviderVerifier(
+            IntrospectionVerifier(
+                url=config.auth_introspection_url,
+                audiences=audiences,
+                agent=agent,
+                clock=reactor,
+                client_id=config.auth_client_id,
+                client_secret=secret,
+                issuer=config.auth_issuer,
+            ),
+            resource_url,
+        )
+    return CombinedVerifier(token_file, jwt_verifier, introspection)
 
 
 def metadata_path(resource_url: str) -> str:
@@ -140,17 +391,77 @@ def require_token(app: ASGIApp, server: MCPServer[Any], verifier: Any) -> ASGIAp
         build_resource_metadata_url(auth.resource_server_url),
     )
     backend = BearerAuthBackend(
-        verifier,
+        _Raising(verifier),
         resource_server_url=auth.resource_server_url if auth.validate_token_resource else None,
     )
-    wrapped: ASGIApp = AuthenticationMiddleware(AuthContextMiddleware(guarded), backend=backend)
-    return jsonrpc_refusals(wrapped)
+    wrapped: ASGIApp = AuthenticationMiddleware(
+        AuthContextMiddleware(guarded), backend=backend, on_error=_unavailable_response
+    )
+    return jsonrpc_refusals(wrapped, scopes=auth.required_scopes or ())
+
+
+class _ProviderDown(AuthenticationError):
+    """The identity provider could not be asked (Starlette's one catchable error)."""
+
+
+class _Raising:
+    """A verifier whose unreachable provider raises L{_ProviderDown} (for the 503)."""
+
+    def __init__(self, verifier: Any) -> None:
+        self._verifier = verifier
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        check = getattr(self._verifier, "access", self._verifier.verify_token)
+        try:
+            result: AccessToken | None = await check(token)
+        except IdentityProviderUnavailable as e:
+            raise _ProviderDown(e.message) from None
+        except Exception:  # never a 500 for a bad token
+            log.failure("Verifying a bearer token failed; it is refused")
+            return None
+        return result
+
+
+_UNAVAILABLE = (
+    -32002,
+    "The identity provider could not check the access token; try again shortly.",
+)
+
+
+def unavailable_body() -> bytes:
+    """The JSON-RPC error body of a 503 for an unreachable identity provider."""
+    code, text = _UNAVAILABLE
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": code, "message": text, "data": {"code": "STATE_UNAVAILABLE"}},
+        }
+    ).encode()
+
+
+def _unavailable_response(conn: HTTPConnection, exc: Exception) -> Response:
+    return Response(
+        unavailable_body(),
+        status_code=503,
+        media_type="application/json",
+        headers={"Retry-After": "5", "Cache-Control": "no-store"},
+    )
 
 
 _REFUSALS = {
     401: (-32001, "Authentication required: send Authorization: Bearer <token>."),
     403: (-32003, "Forbidden: the token does not allow this."),
 }
+
+
+def _with_scope(value: bytes, scopes: Sequence[str]) -> bytes:
+    """The challenge C{value} with C{scope="…"} (the scopes a token needs), when there are some."""
+    if not scopes or b"scope=" in value.replace(b"_scope", b""):
+        return value
+    scheme, _, params = value.partition(b" ")
+    scope = b'scope="' + " ".join(scopes).encode("ascii", "replace") + b'"'
+    return scheme + b" " + (params + b", " + scope if params else scope)
 
 
 def _challenge_without_error(value: bytes) -> bytes:
@@ -167,11 +478,14 @@ def _challenge_without_error(value: bytes) -> bytes:
     return scheme + (b" " + b", ".join(kept) if kept else b"")
 
 
-def jsonrpc_refusals(app: ASGIApp) -> ASGIApp:
+def jsonrpc_refusals(app: ASGIApp, *, scopes: Sequence[str] = ()) -> ASGIApp:
     """
     C{app} with its 401 and 403 answers given a JSON-RPC error body (what an
     MCP client reads), the challenge header kept; a request that sent no
     credentials at all gets the challenge without an C{error}.
+
+    @param scopes: The scopes every token needs, named in the challenge
+        (C{scope="…"}) so that a client asks for them.
     """
 
     async def refusing(scope: Any, receive: Any, send: Any) -> None:
@@ -193,8 +507,10 @@ def jsonrpc_refusals(app: ASGIApp) -> ASGIApp:
                     lowered = name.lower()
                     if lowered in (b"content-length", b"content-type"):
                         continue
-                    if lowered == b"www-authenticate" and not sent_credentials:
-                        value = _challenge_without_error(value)
+                    if lowered == b"www-authenticate":
+                        if not sent_credentials:
+                            value = _challenge_without_error(value)
+                        value = _with_scope(value, scopes)
                     headers.append((name, value))
                 headers += [
                     (b"content-type", b"application/json"),
@@ -283,3 +599,138 @@ def mount_metadata(
         parent = child
     parent.putChild(segments[-1], ProtectedResourceMetadataResource(auth, security))
     return path
+
+
+def _challenge(
+    metadata_url: str,
+    *,
+    error: str | None = None,
+    description: str | None = None,
+    scopes: Sequence[str] = (),
+) -> bytes:
+    """A C{WWW-Authenticate} value in the SDK's words (RFC 6750, RFC 9728)."""
+    parts = []
+    if error is not None:
+        parts.append(f'error="{error}"')
+        if description is not None:
+            parts.append(f'error_description="{description}"')
+    parts.append(f'resource_metadata="{metadata_url}"')
+    if scopes:
+        parts.append(f'scope="{" ".join(scopes)}"')
+    return ("Bearer " + ", ".join(parts)).encode("ascii", "replace")
+
+
+class BearerGuardResource(Resource):
+    """
+    A C{twisted.web} leaf resource that needs a bearer token: the same check
+    and answers as L{require_token} (401 with the challenge, 403 for a
+    missing scope, 503 when the identity provider cannot be asked, each
+    with a JSON-RPC error body), then C{inner} renders the request.
+
+    @param inner: A leaf resource (it sees the request's C{postpath}).
+    @param verifier: A verifier with C{access(token)} (or C{verify_token}).
+    @param auth: The endpoint's settings (metadata URL, required scopes).
+    @param security: The accepted C{Host}/C{Origin} values, checked first.
+    """
+
+    isLeaf = True
+
+    def __init__(
+        self,
+        inner: IResource,
+        verifier: Any,
+        auth: AuthSettings,
+        security: TransportSecuritySettings | None = None,
+    ) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if auth.resource_server_url is None:
+            raise ValueError("the settings name no resource server URL")
+        self._inner = inner
+        self._verifier = _Raising(verifier)
+        self._metadata_url = str(build_resource_metadata_url(auth.resource_server_url))
+        self._scopes = tuple(auth.required_scopes or ())
+        self._security = security
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def render(self, request: server.Request) -> bytes | int:
+        if self._security is not None:
+            refused = foreign_request(request, self._security)
+            if refused is not None:
+                return refuse(request, *refused)
+        header = (request.getHeader(b"Authorization") or b"").decode("latin-1")
+        if not header.lower().startswith("bearer ") or not header[7:]:
+            return self._refuse(request, 401, credentials=bool(header))
+        gone: list[bool] = []
+        request.notifyFinish().addErrback(lambda _: gone.append(True))
+
+        async def check() -> None:
+            try:
+                access = await self._verifier.verify_token(header[7:])
+            except _ProviderDown:
+                if not gone:
+                    body = unavailable_body()
+                    request.setResponseCode(503)
+                    request.setHeader(b"Retry-After", b"5")
+                    request.setHeader(b"Cache-Control", b"no-store")
+                    request.setHeader(b"Content-Type", b"application/json")
+                    request.setHeader(b"Content-Length", b"%d" % len(body))
+                    self._finish(request, body)
+                return
+            if gone:
+                return
+            if access is None or (
+                access.expires_at is not None and access.expires_at < time.time()
+            ):
+                self._finish(request, self._refuse(request, 401, credentials=True))
+                return
+            missing = [s for s in self._scopes if s not in access.scopes]
+            if missing:
+                self._finish(request, self._refuse(request, 403, credentials=True))
+                return
+            try:
+                rendered = self._inner.render(request)  # type: ignore[no-untyped-call]
+            except Exception:
+                log.failure("Rendering a guarded resource failed")
+                self._finish(request, refuse(request, 500, "Internal server error."))
+                return
+            if rendered != server.NOT_DONE_YET:
+                self._finish(request, rendered)
+
+        task = asyncio.ensure_future(check())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return server.NOT_DONE_YET
+
+    @staticmethod
+    def _finish(request: server.Request, body: Any) -> None:
+        if isinstance(body, bytes):
+            request.write(body)
+        request.finish()
+
+    def _refuse(self, request: server.Request, status: int, *, credentials: bool) -> bytes:
+        code, text = _REFUSALS[status]
+        if status == 403:
+            challenge = _challenge(
+                self._metadata_url,
+                error="insufficient_scope",
+                description="Required scope: " + " ".join(self._scopes),
+                scopes=self._scopes,
+            )
+        elif credentials:
+            challenge = _challenge(
+                self._metadata_url,
+                error="invalid_token",
+                description="Authentication required",
+                scopes=self._scopes,
+            )
+        else:
+            challenge = _challenge(self._metadata_url, scopes=self._scopes)
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": text}}
+        ).encode()
+        request.setResponseCode(status)
+        request.setHeader(b"WWW-Authenticate", challenge)
+        request.setHeader(b"Cache-Control", b"no-store")
+        request.setHeader(b"Content-Type", b"application/json")
+        request.setHeader(b"Content-Length", b"%d" % len(body))
+        return body
