@@ -566,7 +566,7 @@ def _run(top: Any) -> int:
     from twisted.logger import Logger
 
     from gophergem.mcp.stdio import StdioMCPService
-    from gophergem.service import ListenError
+    from gophergem.service import ListenError, SharedStateService
 
     try:
         top.privilegedStartService()
@@ -594,8 +594,10 @@ def _run(top: Any) -> int:
     reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
     reactor.run()
     # Non-zero when owed replies were lost (stdout gone, a drain limit, SIGTERM).
-    stdio = [service.exit_status for service in top if isinstance(service, StdioMCPService)]
-    return status["code"] or max(stdio, default=0)
+    # (and 1 when a replica could not reach its shared state).
+    owed = [service.exit_status for service in top if isinstance(service, StdioMCPService)]
+    shared = [service.exit_status for service in top if isinstance(service, SharedStateService)]
+    return status["code"] or max(owed + shared, default=0)
 
 
 def _fetch(config: Config, args: argparse.Namespace) -> int:

@@ -252,7 +252,18 @@ def _redis_url(text: str) -> str:
 
 
 def _algorithms(text: str) -> tuple[str, ...]:
-    allowed = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+    allowed = (
+        "RS256",
+        "RS384",
+        "RS512",
+        "PS256",
+        "PS384",
+        "PS512",
+        "ES256",
+        "ES384",
+        "ES512",
+        "EdDSA",
+    )
     names = _list(text)
     if not names:
         raise ValueError("names no algorithm")
@@ -510,6 +521,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "gophergem",
+        "request_state_keys_file",
+        _path,
+        "HTTP replicas: a file of shared keys (one per line, 32+ characters, the first seals) "
+        "for the 2026-07-28 era's request state.",
+    ),
+    Setting(
+        "gophergem",
         "pins_per_principal",
         _bool,
         "HTTP with authentication: keep certificate pins per principal instead of shared.",
@@ -618,6 +636,8 @@ class Config:
     redis_url: str | None = None
     """Redis for pacing, the caps, the 44 board and the caches; C{None}: in process."""
     pins_per_principal: bool = False
+    request_state_keys_file: str | None = None
+    """Keys every replica shares for 2026-07-28 request state; C{None}: one made per process."""
     state_timeout_seconds: float = 2.0
 
     @classmethod

@@ -18,7 +18,7 @@ import asyncio
 import ipaddress
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -29,11 +29,13 @@ from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
 from gophergem.interfaces import IResolver
 from gophergem.mcp.ready import EarlyResponder, reserve_stdout
+from gophergem.state import settle
 
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from collections.abc import Callable
@@ -42,7 +44,7 @@ if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from mcp.server.transport_security import TransportSecuritySettings
 
     from gophergem.feeds.follow import Follower
-    from gophergem.mcp.auth import TokenFileVerifier
+    from gophergem.mcp.auth import CombinedVerifier, TokenFileVerifier
     from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
@@ -88,6 +90,10 @@ class FeedCheckService(Service):
         self.clock = clock
         self.interval = interval
         self.on_checked: Callable[[], None] | None = None
+        self.others: Callable[[], Awaitable[list[tuple[str, Follower]]]] | None = None
+        """With authentication: every other principal's follower, checked after the owner's."""
+        self.on_checked_for: Callable[[str], None] | None = None
+        """Called with each other principal after their check."""
         self._loop: LoopingCall | None = None
         self._running: Deferred[None] | None = None
 
@@ -125,10 +131,27 @@ class FeedCheckService(Service):
         return running
 
     async def _check(self) -> None:
-        store = self.follower.store
-        before = sum(sub.unread for sub in store.subscriptions())
-        errors = await self.follower.check_all()
-        subscriptions = store.subscriptions()
+        checked, new, failed = await self._check_one(self.follower)
+        if self.on_checked is not None:
+            self.on_checked()
+        if self.others is not None:
+            for principal, follower in await self.others():
+                counts = await self._check_one(follower)
+                checked, new, failed = checked + counts[0], new + counts[1], failed + counts[2]
+                if self.on_checked_for is not None:
+                    self.on_checked_for(principal)
+        self.log.info(
+            "feeds: checked {checked}, new {new}, failed {failed}",
+            checked=checked,
+            new=new,
+            failed=failed,
+        )
+
+    async def _check_one(self, follower: Follower) -> tuple[int, int, int]:
+        store = follower.store  # may answer later: each call is settled
+        before = sum(sub.unread for sub in await settle(store.subscriptions()))
+        errors = await follower.check_all()
+        subscriptions = await settle(store.subscriptions())
         new = max(0, sum(sub.unread for sub in subscriptions) - before)
         for failed in errors:
             self.log.warn(
@@ -137,14 +160,7 @@ class FeedCheckService(Service):
                 code=failed.error.code,
                 message=failed.error.message,
             )
-        self.log.info(
-            "feeds: checked {checked}, new {new}, failed {failed}",
-            checked=len(subscriptions),
-            new=new,
-            failed=len(errors),
-        )
-        if self.on_checked is not None:
-            self.on_checked()
+        return len(subscriptions), new, len(errors)
 
     def _failed(self, failure: Any) -> None:
         if failure.check(CancelledError):
@@ -370,7 +386,7 @@ def public_url(endpoint: str, config: Config) -> str:
         raise ValueError(
             f"{endpoint} is not a loopback TCP endpoint on a fixed port: set "
             "GOPHERGEM_PUBLIC_URL (--gophergem-public-url) to the URL clients use for /mcp "
-            "(https://mcp.example.org/mcp) when GOPHERGEM_AUTH_TOKENS_FILE is set."
+            "(https://mcp.example.org/mcp) when authentication is configured."
         )
     return f"http://{host}:{port}/mcp"
 
@@ -384,7 +400,7 @@ class TokenReloadService(Service):
     @ivar verifier: The HTTP endpoint's token verifier.
     """
 
-    def __init__(self, verifier: TokenFileVerifier, reactor: Any) -> None:
+    def __init__(self, verifier: TokenFileVerifier | CombinedVerifier, reactor: Any) -> None:
         self.verifier = verifier
         self.reactor = reactor
         self._previous: Any = None
@@ -413,7 +429,8 @@ def build_site(
     *,
     security: TransportSecuritySettings | None = None,
     secret_pages: Any = None,
-    token_verifier: TokenFileVerifier | None = None,
+    token_verifier: TokenFileVerifier | CombinedVerifier | None = None,
+    health_checks: Callable[[], Deferred[list[str]]] | None = None,
 ) -> tuple[BoundedSite, ASGIResource]:
     """
     The web site of the HTTP transport, and its MCP resource.
@@ -428,7 +445,8 @@ def build_site(
     C{/input/}, and no request there is logged.  With a C{token_verifier}
     (and C{server} built with the matching auth settings), C{/mcp} needs a
     bearer token and the site serves the endpoint's Protected Resource
-    Metadata; C{/health} and the discovery documents stay open.
+    Metadata; C{/health} stays open, the discovery root shows only its
+    minimum and its drill-down needs the token too.
     """
     from gophergem.mcp.discovery import Directory, add_discovery
     from gophergem.mcp.web import BoundedSite, mcp_resource, transport_security
@@ -458,7 +476,24 @@ def build_site(
     root.putChild(b"mcp", resource)
     if secret_pages is not None:
         root.putChild(INPUT_PATH.encode(), secret_pages.resource)
-    add_discovery(root, server, config, mcp_path="/mcp", security=security)
+    discovery_guard = None
+    if token_verifier is not None and auth is not None:
+        from gophergem.mcp.auth import BearerGuardResource
+
+        checker, settings = token_verifier, auth
+
+        def discovery_guard(inner: Any) -> Any:
+            return BearerGuardResource(inner, checker, settings, security)
+
+    add_discovery(
+        root,
+        server,
+        config,
+        mcp_path="/mcp",
+        security=security,
+        guard=discovery_guard,
+        health_checks=health_checks,
+    )
     if token_verifier is not None and auth is not None:
         from gophergem.mcp.auth import mount_metadata
 
@@ -472,11 +507,14 @@ def build_site(
     return site, resource
 
 
-def _announce(server: Any, uri: str) -> None:
-    """Tell the clients watching C{uri} that it changed (on the asyncio loop the reactor runs)."""
+def _announce(server: Any, uri: str, principal: str | None = None) -> None:
+    """
+    Tell C{principal}'s clients watching C{uri} that it changed (on the
+    asyncio loop the reactor runs).
+    """
     from twisted.internet.defer import Deferred
 
-    done = Deferred.fromFuture(asyncio.ensure_future(server.announce(uri)))
+    done = Deferred.fromFuture(asyncio.ensure_future(server.announce(uri, principal)))
     done.addErrback(lambda failure: Logger().failure("announcing {uri}", failure=failure, uri=uri))
 
 
@@ -512,78 +550,293 @@ def makeService(
     if transport not in ("stdio", "http"):
         raise ValueError(f"unknown transport {transport!r}")
     top = MultiService()
-    fetcher = Fetcher.from_config(config, reactor, resolver)
     if transport == "stdio":
         from gophergem.mcp.stdio import StdioMCPService
 
+        fetcher = Fetcher.from_config(config, reactor, resolver)
         # Service.setServiceParent is unannotated in Twisted.
         stdio = StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config, early=early)
         stdio.setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
-    from twisted.internet import endpoints
+    http = _HTTPParts(config, reactor, resolver, endpoint, tuple(allowed_hosts))
+    if config.database_url is not None or config.redis_url is not None:
+        starter = SharedStateService(http)
+        starter.setName("state")  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        starter.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        return top
+    from gophergem.state.files import FileState
 
-    from gophergem.feeds.follow import Follower
-    from gophergem.mcp.feed_tools import UPDATES_URI
-    from gophergem.mcp.server import build_server
-    from gophergem.mcp.web import LifespanService
-
-    follower = Follower.from_config(fetcher, config)
-    page_host = _page_host(endpoint)
-    pages = secret_input = listener = None
-    if page_host is not None:
-        from gophergem.mcp.secret_page import SecretPages
-
-        pages = SecretPages(reactor)
-
-        def base() -> str | None:
-            port = listener.listening if listener is not None else None
-            if port is None:
-                return None
-            return f"http://{page_host}:{port.getHost().port}/{INPUT_PATH}/"
-
-        secret_input = SiteSecretInput(pages, base)
-    verifier = None
-    auth = None
-    if config.auth_tokens_file is not None:
-        from gophergem.mcp.auth import TokenFileVerifier, auth_settings
-
-        resource_url = public_url(endpoint, config)
-        verifier = TokenFileVerifier.from_path(config.auth_tokens_file, resource_url)
-        auth = auth_settings(resource_url)
-    server = build_server(
-        fetcher,
-        config,
-        follower=follower,
-        secret_input=secret_input,
-        token_verifier=verifier,
-        auth=auth,
-    )
-    site, resource = build_site(
-        server,
-        config,
-        reactor,
-        security=endpoint_security(endpoint, allowed_hosts),
-        secret_pages=pages,
-        token_verifier=verifier,
-    )
-    if verifier is not None:
-        reload = TokenReloadService(verifier, reactor)
-        reload.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    # Started in this order, stopped in reverse: the port closes, then the
-    # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)
-    LifespanService(resource, reactor, config.http_drain_seconds).setServiceParent(top)  # type: ignore[no-untyped-call]
-    listener = HTTPListenService(
-        endpoints.serverFromString(reactor, with_backlog(endpoint)), site, endpoint
-    )
-    listener.setName("http")  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    listener.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    interval = config.feeds_check_interval_seconds
-    if interval is None:
-        interval = DEFAULT_FEEDS_CHECK_SECONDS
-    if interval > 0:
-        # Added last, so stopped first: no check starts while the endpoint drains.
-        checks = FeedCheckService(follower, reactor, interval)
-        checks.on_checked = lambda: _announce(server, UPDATES_URI)
-        checks.setName("feeds")  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        checks.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+    http.add_to(top, FileState.from_config(config), None)
     return top
+
+
+@attrs.frozen
+class _HTTPParts:
+    """What the HTTP transport is made of, put together by L{add_to}."""
+
+    config: Config
+    reactor: Any
+    resolver: IResolver | None
+    endpoint: str
+    allowed_hosts: tuple[str, ...]
+
+    def add_to(self, top: MultiService, state: Any, policy: Any) -> None:
+        """
+        Build the fetcher on C{state} (a L{gophergem.state.files.FileState}
+        or L{gophergem.state.postgres.PostgresState}) and C{policy} (an
+        L{IPolicyBackend}; C{None}: in process), the MCP server and the site,
+        and add their services to C{top}.
+        """
+        from twisted.internet import endpoints
+
+        from gophergem.feeds.follow import Follower
+        from gophergem.mcp.feed_tools import UPDATES_URI
+        from gophergem.mcp.principals import Principals
+        from gophergem.mcp.server import build_server
+        from gophergem.mcp.web import LifespanService
+
+        config, reactor, endpoint = self.config, self.reactor, self.endpoint
+        fetcher = Fetcher.from_config(
+            config,
+            reactor,
+            self.resolver,
+            pins=state.pins(None),
+            identities=state.identities(None),
+            policy=policy,
+        )
+        follower = Follower(fetcher, state.feeds(None))
+        page_host = _page_host(endpoint)
+        pages = secret_input = listener = None
+        if page_host is not None:
+            from gophergem.mcp.secret_page import SecretPages
+
+            pages = SecretPages(reactor)
+
+            def base() -> str | None:
+                port = listener.listening if listener is not None else None
+                if port is None:
+                    return None
+                return f"http://{page_host}:{port.getHost().port}/{INPUT_PATH}/"
+
+            secret_input = SiteSecretInput(pages, base)
+        verifier = None
+        auth = None
+        principals = None
+        if (
+            config.auth_tokens_file is not None
+            or config.auth_issuer is not None
+            or config.auth_introspection_url is not None
+        ):
+            from gophergem.mcp.auth import auth_settings, verifier_from_config
+
+            resource_url = public_url(endpoint, config)
+            verifier = verifier_from_config(config, reactor, resource_url)
+            auth = auth_settings(
+                resource_url,
+                issuer=config.auth_issuer,
+                required_scopes=config.auth_required_scopes,
+            )
+            principals = Principals(fetcher, state, follower)
+        keys = None
+        if config.request_state_keys_file is not None:
+            from gophergem.state.keys import read_key_ring
+
+            keys = read_key_ring(config.request_state_keys_file)
+        server = build_server(
+            fetcher,
+            config,
+            follower=follower,
+            secret_input=secret_input,
+            token_verifier=verifier,
+            auth=auth,
+            request_state_keys=keys,
+            principals=principals,
+        )
+        checks = None
+        if policy is not None or config.database_url is not None:
+            checks = _health_checks(state, policy)
+        site, resource = build_site(
+            server,
+            config,
+            reactor,
+            security=endpoint_security(endpoint, self.allowed_hosts),
+            secret_pages=pages,
+            token_verifier=verifier,
+            health_checks=checks,
+        )
+        if verifier is not None and config.auth_tokens_file is not None:
+            reload = TokenReloadService(verifier, reactor)
+            reload.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        # Started in this order, stopped in reverse: the port closes, then the
+        # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)
+        LifespanService(resource, reactor, config.http_drain_seconds).setServiceParent(top)  # type: ignore[no-untyped-call]
+        listener = HTTPListenService(
+            endpoints.serverFromString(reactor, with_backlog(endpoint)), site, endpoint
+        )
+        listener.setName("http")  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        listener.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        interval = config.feeds_check_interval_seconds
+        if interval is None:
+            interval = DEFAULT_FEEDS_CHECK_SECONDS
+        if interval > 0:
+            # Added last, so stopped first: no check starts while the endpoint drains.
+            feed_checks = FeedCheckService(follower, reactor, interval)
+            feed_checks.on_checked = lambda: _announce(server, UPDATES_URI)
+            if principals is not None:
+                everyone = principals
+
+                async def others() -> list[tuple[str, Follower]]:
+                    found = await settle(state.feed_principals())
+                    pairs = []
+                    for principal in found:
+                        mine = everyone.follower_for(principal)
+                        if principal is not None and mine is not None:
+                            pairs.append((principal, mine))
+                    return pairs
+
+                feed_checks.others = others
+                feed_checks.on_checked_for = lambda p: _announce(server, UPDATES_URI, p)
+            feed_checks.setName("feeds")  # type: ignore[no-untyped-call]  # Twisted: unannotated
+            feed_checks.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+
+
+def _health_checks(state: Any, policy: Any) -> Callable[[], Deferred[list[str]]]:
+    """What C{/health} asks: each shared backend, named by kind when it fails."""
+
+    async def failing() -> list[str]:
+        failed = []
+        for name, backend in (("postgresql", state), ("redis", policy)):
+            if backend is None or not hasattr(backend, "health"):
+                continue
+            try:
+                report = await settle(backend.health())
+            except Exception:
+                report = {"ok": False}
+            if not report.get("ok"):
+                failed.append(name)
+        return failed
+
+    def checks() -> Deferred[list[str]]:
+        return Deferred.fromCoroutine(failing())
+
+    return checks
+
+
+class SharedStateService(MultiService):
+    """
+    The HTTP transport of a replica that shares its state: connects to
+    PostgreSQL (C{GOPHERGEM_DATABASE_URL}) and Redis (C{GOPHERGEM_REDIS_URL})
+    once the reactor runs, checks the database schema, and only then builds
+    and starts the endpoint.
+
+    When a backend cannot be reached or the schema is behind, one line says
+    so (on standard error and in the log), C{exit_status} becomes 1 and the
+    reactor stops: a replica that cannot share its state does not serve.
+    Stopping closes the connections after the endpoint has drained.
+    """
+
+    log = Logger()
+
+    def __init__(self, http: _HTTPParts) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self.http = http
+        self.exit_status = 0
+        self.ready: Deferred[None] | None = None
+        self._backends: list[Any] = []
+
+    def startService(self) -> None:
+        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        self.ready = Deferred.fromCoroutine(self._start())
+        self.ready.addErrback(self._refuse)
+
+    async def _start(self) -> None:
+        config, reactor = self.http.config, self.http.reactor
+        state: Any
+        if config.database_url is not None:
+            from gophergem.state.postgres import PostgresState, load_database_key
+
+            key = None
+            if config.gemini.client_certs_enabled:
+                if config.database_key_file is None:
+                    raise _StartError(
+                        "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client "
+                        "identities' private keys in the database"
+                    )
+                key = load_database_key(config.database_key_file)
+            state = await PostgresState.connect(
+                config.database_url,
+                key=key,
+                timeout=config.state_timeout_seconds,
+                reactor=reactor,
+                pins_per_principal=config.pins_per_principal,
+                tofu_enabled=config.gemini.tofu_enabled,
+                identities_enabled=config.gemini.client_certs_enabled,
+            )
+            self._backends.append(state)
+            if not await state.schema_current():
+                raise _StartError(
+                    "the database schema is behind this version: run gophergem db upgrade"
+                )
+        else:
+            from gophergem.state.files import FileState
+
+            state = FileState.from_config(config)
+        policy = None
+        if config.redis_url is not None:
+            from gophergem.fetcher.gemini import GeminiDownload
+            from gophergem.fetcher.gopher import GopherDownload
+            from gophergem.state.redis import Cacheable, RedisPolicy
+
+            policy = await RedisPolicy.connect(
+                config.redis_url,
+                timeout=config.state_timeout_seconds,
+                reactor=reactor,
+                cacheable=[
+                    Cacheable(GopherDownload, transient={"windows"}),
+                    Cacheable(GeminiDownload, transient={"windows"}),
+                ],
+            )
+            self._backends.append(policy)
+        if not self.running:
+            return
+        self.http.add_to(self, state, policy)
+        self.log.info("shared state ready")
+
+    def _refuse(self, failure: Failure) -> None:
+        from gophergem.errors import GophergemError
+
+        error = failure.value
+        if isinstance(error, (_StartError, ListenError)):
+            message = str(error)
+        elif isinstance(error, GophergemError):
+            message = f"{error.code}: {error.message}"
+        else:
+            self.log.failure("could not start the shared state", failure=failure)
+            message = f"could not start the shared state: {failure.getErrorMessage()}"
+        self.log.error("gophergem {message}", message=message)
+        stream = sys.__stderr__
+        if stream is not None:
+            stream.write(f"gophergem: {message}\n")
+            stream.flush()
+        self.exit_status = 1
+        reactor = self.http.reactor
+        if getattr(reactor, "running", False):
+            reactor.stop()
+
+    def stopService(self) -> Deferred[None]:
+        stopped = super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        done: Deferred[None] = Deferred.fromCoroutine(self._close(stopped))
+        return done
+
+    async def _close(self, stopped: Any) -> None:
+        if stopped is not None:
+            await stopped
+        for backend in reversed(self._backends):
+            try:
+                await settle(backend.close())
+            except Exception:
+                self.log.warn("a backend did not close cleanly")
+
+
+class _StartError(Exception):
+    """A shared state that cannot start, said in one line."""

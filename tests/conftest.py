@@ -8,4 +8,7 @@ skips that check in service, trusting what the tests prove here.
 
 from gophergem.mcp import _tools
 
+# The throwaway servers' session fixtures (postgres_url, ...).
+pytest_plugins = ["tests.servers.postgres", "tests.servers.redis"]
+
 _tools.check_output = True

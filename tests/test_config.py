@@ -345,6 +345,7 @@ BAD_BY_NAME: dict[str, list[str]] = {
     "database_key_file": _PATH_BAD,
     "redis_url": ["", " ", "postgresql://x/y", "127.0.0.1:6379", "redis://127.0.0.1:99999"],
     "pins_per_principal": _BOOL_BAD,
+    "request_state_keys_file": _PATH_BAD,
     "state_timeout_seconds": ["abc", "", "0", "-1", "61", "nan", "inf", "1s"],
     "search_engines": [
         "",

@@ -12,6 +12,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
+from twisted.internet.defer import fail, succeed
 from twisted.internet.task import Clock
 from twisted.web.resource import Resource
 from twisted.web.server import Site
@@ -54,12 +55,19 @@ def get(
     server: MCPServer[Any] | None = None,
     root: Resource | None = None,
     security: TransportSecuritySettings | None = None,
+    health_checks: Any = None,
 ) -> Wire:
     """GET C{path} from a site with discovery mounted; return the finished exchange."""
 
     async def body() -> Wire:
         site_root = root if root is not None else Resource()
-        add_discovery(site_root, server or small_server(), CONFIG, security=security)
+        add_discovery(
+            site_root,
+            server or small_server(),
+            CONFIG,
+            security=security,
+            health_checks=health_checks,
+        )
         wire = Wire(Site(site_root, reactor=Clock()))
         raw = request_bytes("GET", path, headers=headers)
         if headers and "Host" in headers:
@@ -102,6 +110,34 @@ def test_health_is_exactly_status_and_version() -> None:
     assert headers["content-type"] == "application/json"
     assert wire.body() == b'{"status": "ok", "version": "%s"}' % __version__.encode()
     assert json.loads(wire.body()) == {"status": "ok", "version": __version__}
+
+
+def test_health_with_backends_that_answer_is_unchanged() -> None:
+    """With shared backends that all answer, /health says exactly what it always says."""
+    wire = get("/health", health_checks=lambda: succeed([]))
+    assert wire.head()[0] == 200
+    assert json.loads(wire.body()) == {"status": "ok", "version": __version__}
+
+
+def test_health_names_a_backend_that_does_not_answer() -> None:
+    """A backend down: 503, the kinds that failed, and nothing about where they are."""
+    wire = get("/health", health_checks=lambda: succeed(["redis"]))
+    status, headers = wire.head()
+    assert status == 503
+    assert headers["cache-control"] == "no-store"
+    assert json.loads(wire.body()) == {
+        "status": "unavailable",
+        "version": __version__,
+        "unavailable": ["redis"],
+    }
+
+
+def test_health_when_asking_fails() -> None:
+    """A check that itself fails counts as the state being unavailable."""
+    wire = get("/health", health_checks=lambda: fail(RuntimeError("boom")))
+    assert wire.head()[0] == 503
+    assert json.loads(wire.body())["unavailable"] == ["state"]
+    assert b"boom" not in wire.value()
 
 
 def test_health_has_no_children() -> None:

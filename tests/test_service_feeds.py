@@ -222,3 +222,50 @@ def test_no_check_service(tmp_path: Path, transport: str, interval: int) -> None
     top = service.makeService(config(tmp_path, interval), MemoryReactorClock(), transport=transport)
     with pytest.raises(KeyError):
         top.getServiceNamed("feeds")
+
+
+def test_every_principal_is_checked_and_told(events: Any) -> None:
+    """
+    With authentication, each other principal's subscriptions are checked
+    after the owner's, and each principal is told of their own check; one
+    log line counts them all.
+    """
+    owner, alice = FakeFollower(), FakeFollower()
+    checks, clock = started(owner)
+    told: list[object] = []
+
+    async def others() -> list[tuple[str, Any]]:
+        return [("token:alice", alice)]
+
+    checks.others = others
+    checks.on_checked = lambda: told.append(None)
+    checks.on_checked_for = told.append
+    clock.advance(INTERVAL)
+    owner.checks[-1].callback([])
+    assert told == [None]
+    assert len(alice.checks) == 1
+    alice.checks[-1].callback([])
+    assert told == [None, "token:alice"]
+    said = [e for e in events if e.get("log_format", "").startswith("feeds: checked")]
+    assert len(said) == 1
+
+
+def test_health_checks_name_the_failing_backends() -> None:
+    """What /health asks: each backend's health, by kind; a backend that raises fails too."""
+
+    @attrs.define
+    class Backend:
+        answer: Any
+
+        def health(self) -> Any:
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    found: list[object] = []
+    service._health_checks(Backend({"ok": True}), Backend({"ok": False}))().addCallback(
+        found.append
+    )
+    service._health_checks(Backend(RuntimeError("down")), None)().addCallback(found.append)
+    service._health_checks(object(), Backend({"ok": True}))().addCallback(found.append)
+    assert found == [["redis"], ["postgresql"], []]

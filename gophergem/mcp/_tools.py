@@ -106,10 +106,20 @@ def add_tool(
 
 
 def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
-    """The L{IFetcher} of the server running this call (see L{gophergem.mcp.server})."""
-    fetcher: IFetcher | None = getattr(ctx.mcp_server, "fetcher", None)
+    """
+    The L{IFetcher} working for this call: the server's own, or with
+    authentication, the view of it that holds the caller's identities (see
+    L{gophergem.mcp.principals}).
+    """
+    server = ctx.mcp_server
+    fetcher: IFetcher | None = getattr(server, "fetcher", None)
     if fetcher is None:
         raise RuntimeError("gophergem tools run on a server built by gophergem.mcp.server")
+    principals = getattr(server, "principals", None)
+    if principals is not None:
+        from gophergem.mcp.principals import current_principal
+
+        return principals.fetcher_for(current_principal())  # type: ignore[no-any-return]
     return fetcher
 
 

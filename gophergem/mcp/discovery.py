@@ -16,6 +16,11 @@ JSON.  Item host and port fields name the HTTP origin the menu came from.
 Both apply the MCP endpoint's C{Host}/C{Origin} rules (421 for a foreign
 C{Host}, 403 for a foreign C{Origin}), so the menu only ever names a host
 the server accepts.
+
+When the endpoint needs a token, L{add_discovery} is given a C{guard}: the
+root menu then says only what the server is, where its endpoint is and that
+a token is needed (no tools, no policy), and the whole drill-down under
+C{/.well-known/agent/} is behind the guard.  C{/health} stays open.
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 from twisted.web import pages, server
 from twisted.web.resource import IResource, Resource
+from twisted.web.server import NOT_DONE_YET
 
 from gophergem._version import __version__
 from gophergem.config import Config
@@ -73,21 +81,51 @@ class HealthResource(Directory):
     """
     C{GET /health}: the status and version, nothing else.
 
+    With shared state (PostgreSQL, Redis), a backend that does not answer
+    makes it 503 with C{"status": "unavailable"} and the kinds of backend
+    that failed (C{"unavailable": ["redis"]}), so that a load balancer takes
+    the replica out; never a URL or an error text.
+
     @param security: The accepted C{Host}/C{Origin} values (see
         L{gophergem.mcp.web.transport_security}); loopback names by default.
+    @param checks: Asks the backends; fires with the names of those that
+        failed (empty when all answered).  C{None}: nothing to ask.
     """
 
-    def __init__(self, security: TransportSecuritySettings | None = None) -> None:
+    def __init__(
+        self,
+        security: TransportSecuritySettings | None = None,
+        checks: Callable[[], Deferred[list[str]]] | None = None,
+    ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         self._security = security if security is not None else transport_security()
+        self._checks = checks
 
-    def render_GET(self, request: server.Request) -> bytes:
+    def render_GET(self, request: server.Request) -> bytes | int:
         refused = foreign_request(request, self._security)
         if refused is not None:
             return refuse(request, *refused)
         request.setHeader(b"Content-Type", JSON_TYPE)
         request.setHeader(b"Cache-Control", b"no-store")
-        return health_body()
+        if self._checks is None:
+            return health_body()
+
+        def answer(failed: list[str]) -> None:
+            if failed:
+                request.setResponseCode(503)
+                body = {"status": "unavailable", "version": __version__, "unavailable": failed}
+                request.write(json.dumps(body).encode("utf-8"))
+            else:
+                request.write(health_body())
+            request.finish()
+
+        def broken(failure: Failure) -> None:
+            answer(["state"])
+
+        checking = self._checks()
+        checking.addCallbacks(answer, broken)
+        checking.addErrback(lambda _: None)  # the client went away meanwhile
+        return NOT_DONE_YET
 
 
 def _origin(request: server.Request) -> tuple[str, str, int]:
@@ -199,6 +237,8 @@ class AgentResource(Resource):
     @param drill_down: Serve the nodes under this resource's path.
     @param security: The accepted C{Host}/C{Origin} values, as for the MCP
         endpoint; loopback names by default.
+    @param minimal: Serve only the root, with nothing but the server's
+        name, version, endpoint and health (for a server that needs a token).
     """
 
     isLeaf = True
@@ -211,9 +251,11 @@ class AgentResource(Resource):
         mcp_path: str = "/mcp",
         drill_down: bool = True,
         security: TransportSecuritySettings | None = None,
+        minimal: bool = False,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         self._security = security if security is not None else transport_security()
+        self._minimal = minimal
         self._server = server
         self._mcp_path = mcp_path
         self._drill_down = drill_down
@@ -225,13 +267,15 @@ class AgentResource(Resource):
         if refused is not None:
             return refuse(request, *refused)
         path = [p.decode("utf-8", "replace") for p in request.postpath or () if p]
-        if not self._drill_down and path:
+        if (not self._drill_down or self._minimal) and path:
             return _error(request, 404, "No such node.")
         wanted = request.args.get(b"format", [b"gopher"])[-1]
         if wanted not in (b"gopher", b"json"):
             return _error(request, 400, "format must be gopher or json.")
         as_json = wanted == b"json"
         origin = _origin(request)
+        if path == [] and self._minimal:
+            return _answer(request, *self._card(origin, as_json))
         if path == []:
             return self._later(request, lambda: self._root(origin, as_json))
         if path == ["tools"]:
@@ -271,6 +315,27 @@ class AgentResource(Resource):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return server.NOT_DONE_YET
+
+    def _card(self, origin: tuple[str, str, int], as_json: bool) -> tuple[bytes, bytes]:
+        """The root's minimum: what the server is, where, and that a token is needed."""
+        scheme, host, port = origin
+        endpoint = _url(scheme, host, port, self._mcp_path)
+        if as_json:
+            return JSON_TYPE, _json(
+                {
+                    "name": self._server.name,
+                    "version": __version__,
+                    "description": "Gopher and Gemini for AI assistants, over MCP.",
+                    "mcp": {"url": endpoint, "transport": "streamable-http"},
+                    "authentication": "bearer",
+                    "health": "/health",
+                }
+            )
+        menu = _Menu(host, port)
+        menu.info(f"gophergem {__version__}: Gopher and Gemini for AI assistants, over MCP.")
+        menu.item("h", "MCP endpoint (Streamable HTTP)", f"URL:{endpoint}")
+        menu.info("The endpoint and the rest of this menu need a bearer token.")
+        return GOPHER_MENU_TYPE, menu.render()
 
     async def _root(self, origin: tuple[str, str, int], as_json: bool) -> tuple[bytes, bytes]:
         scheme, host, port = origin
@@ -391,6 +456,8 @@ def add_discovery(
     *,
     mcp_path: str = "/mcp",
     security: TransportSecuritySettings | None = None,
+    guard: Callable[[Resource], Resource] | None = None,
+    health_checks: Callable[[], Deferred[list[str]]] | None = None,
 ) -> None:
     """
     Put C{/health}, C{/.well-known/agent.gopher} and C{/.well-known/agent/}
@@ -398,16 +465,29 @@ def add_discovery(
 
     @param security: The C{Host}/C{Origin} values accepted; pass the MCP
         endpoint's own (loopback names on any port by default).
+    @param guard: When the endpoint needs a token: wraps the drill-down
+        (e.g. in a L{gophergem.mcp.auth.BearerGuardResource}), and the root
+        menu shows only its minimum.
+    @param health_checks: What C{/health} asks the shared backends (see
+        L{HealthResource}).
     """
-    root.putChild(b"health", HealthResource(security))
+    root.putChild(b"health", HealthResource(security, health_checks))
     well_known = root.getStaticEntity(b".well-known")
     if well_known is None:
         well_known = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
         root.putChild(b".well-known", well_known)
     well_known.putChild(
         b"agent.gopher",
-        AgentResource(server, config, mcp_path=mcp_path, drill_down=False, security=security),
+        AgentResource(
+            server,
+            config,
+            mcp_path=mcp_path,
+            drill_down=False,
+            security=security,
+            minimal=guard is not None,
+        ),
     )
-    well_known.putChild(
-        b"agent", AgentResource(server, config, mcp_path=mcp_path, security=security)
-    )
+    drill_down: Resource = AgentResource(server, config, mcp_path=mcp_path, security=security)
+    if guard is not None:
+        drill_down = guard(drill_down)
+    well_known.putChild(b"agent", drill_down)

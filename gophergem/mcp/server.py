@@ -11,13 +11,16 @@ L{IFetcher} every tool calls.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from mcp.server.request_state import RequestStateSecurity
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated, ServerEvent
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -42,6 +45,7 @@ from gophergem.mcp import (
     trust_tools,
 )
 from gophergem.mcp._sdk import add_request_handler, connection_of
+from gophergem.mcp.principals import Principals, current_principal
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "build_server"]
 
@@ -55,6 +59,32 @@ is not null, call again with that offset only if you need the rest.
 BLOCKED_BY_ROBOTS mean stop, not retry under another spelling.
 - Use the batch tools (at most 50 URLs) to read several items in one call.
 """
+
+
+_CALLER = object()
+"""L{GophergemServer.announce}'s default: the principal of the call being served."""
+
+_AUDIENCE: ContextVar[str | None] = ContextVar("gophergem_event_audience", default=None)
+"""The principal an event being published is meant for (see L{PrincipalBus})."""
+
+
+class PrincipalBus(InMemorySubscriptionBus):
+    """
+    The in-process C{subscriptions/listen} bus, telling each listener only of
+    events meant for its principal: a listener belongs to the principal of
+    the C{subscriptions/listen} request that registered it, and an event to
+    the principal L{GophergemServer.announce} names.  Without
+    authentication every principal is C{None}, and everyone hears everything.
+    """
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        principal = current_principal()
+
+        def hearing(event: ServerEvent) -> None:
+            if _AUDIENCE.get() == principal:
+                listener(event)
+
+        return super().subscribe(hearing)
 
 
 class GophergemServer(MCPServer[Any]):
@@ -77,7 +107,7 @@ class GophergemServer(MCPServer[Any]):
         secret_input: Any = None,
         **settings: Any,
     ) -> None:
-        self.events = InMemorySubscriptionBus()
+        self.events = PrincipalBus()
         """Where resource updates go to 2026-07-28 clients (C{subscriptions/listen})."""
         super().__init__(subscriptions=self.events, **settings)
         self.fetcher = fetcher
@@ -85,38 +115,53 @@ class GophergemServer(MCPServer[Any]):
         self.follower = follower
         self.secret_input = secret_input
         """Where a capsule's secret input is asked for (see L{gophergem.mcp.gemini_tools})."""
+        self.principals: Principals | None = None
+        """Each authenticated caller's fetcher and follower; C{None}: one for all."""
         # URI -> the sessions that subscribed to it (a session's request
         # context hands out a short-lived wrapper, so they are held strongly
         # and bounded; one that cannot be sent to any more is dropped).
-        self._watchers: dict[str, list[Any]] = {}
+        self._watchers: dict[str, list[tuple[str | None, Any]]] = {}
         add_request_handler(self, "resources/subscribe", SubscribeRequestParams, self._watch)
         add_request_handler(self, "resources/unsubscribe", UnsubscribeRequestParams, self._unwatch)
 
     async def _watch(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         """C{resources/subscribe} (up to 2025-11-25): remember the session for that URI."""
         watchers = self._watchers.setdefault(str(params.uri), [])
-        if not any(_same_session(w, ctx.session) for w in watchers):
-            watchers.append(ctx.session)
+        if not any(_same_session(w, ctx.session) for _, w in watchers):
+            watchers.append((current_principal(), ctx.session))
             del watchers[:-MAX_WATCHERS]
         return EmptyResult()
 
     async def _unwatch(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
         watchers = self._watchers.get(str(params.uri), [])
-        watchers[:] = [w for w in watchers if not _same_session(w, ctx.session)]
+        watchers[:] = [(p, w) for p, w in watchers if not _same_session(w, ctx.session)]
         return EmptyResult()
 
-    async def announce(self, uri: str) -> None:
+    async def announce(self, uri: str, principal: str | object | None = _CALLER) -> None:
         """
         Tell the clients that subscribed to C{uri} that it changed: the
         sessions that sent C{resources/subscribe}, and the 2026-07-28
-        listeners, through L{events}.
+        listeners, through L{events}; only those of C{principal} (by default
+        the principal of the call being served), since what changed is
+        theirs.
         """
-        for session in list(self._watchers.get(uri, ())):
+        audience = current_principal() if principal is _CALLER else principal
+        assert audience is None or isinstance(audience, str)
+        watchers = self._watchers.get(uri, [])
+        for entry in list(watchers):
+            owner, session = entry
+            if owner != audience:
+                continue
             try:
                 await session.send_resource_updated(uri)
             except Exception:  # a session gone away: it stops being told
-                self._watchers[uri].remove(session)
-        await self.events.publish(ResourceUpdated(uri=uri))
+                if entry in watchers:
+                    watchers.remove(entry)
+        token = _AUDIENCE.set(audience)
+        try:
+            await self.events.publish(ResourceUpdated(uri=uri))
+        finally:
+            _AUDIENCE.reset(token)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -149,6 +194,8 @@ def build_server(
     name: str = "gophergem",
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
+    request_state_keys: list[str] | None = None,
+    principals: Principals | None = None,
 ) -> GophergemServer:
     """
     Build the SDK server with gophergem's tools bound to C{fetcher}.
@@ -161,7 +208,12 @@ def build_server(
     asked for on a one-time page where the client supports URL-mode
     elicitation; with a C{token_verifier} and its C{auth} settings (both or
     neither), its HTTP endpoint needs a bearer token (see
-    L{gophergem.mcp.auth}; stdio is unaffected).
+    L{gophergem.mcp.auth}; stdio is unaffected).  With C{request_state_keys}
+    (the replicas' shared ring, see L{gophergem.state.keys}), the 2026-07-28
+    request state one replica seals another can open; without, a key made
+    for this process.  With C{principals}, every authenticated caller gets
+    their own client identities and subscriptions (see
+    L{gophergem.mcp.principals}).
     The caller runs the server on the asyncio loop that Twisted's reactor
     also uses.
     """
@@ -177,7 +229,13 @@ def build_server(
         description="Read Gopherspace and Geminispace safely.",
         token_verifier=token_verifier,
         auth=auth,
+        **(
+            {"request_state_security": RequestStateSecurity(keys=request_state_keys)}
+            if request_state_keys
+            else {}
+        ),
     )
+    server.principals = principals
     gopher_tools.register(server)
     if fetcher.gemini_enabled:
         gemini_tools.register(server)

@@ -143,6 +143,8 @@ def running(argv_for_port: Any, env: dict[str, str]) -> Iterator[Daemon]:
                 sys.stderr.write(f"---- daemon output ----\n{daemon.output()[-20000:]}\n")
                 log.close()
                 raise
+            if process.poll() is None:  # never leave a daemon behind
+                daemon.stop()
             log.close()
             return
         if process.poll() is None:

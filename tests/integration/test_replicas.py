@@ -1,0 +1,357 @@
+"""
+Acceptance test for a team server: two daemons (C{gophergem serve
+--transport http}) on loopback sharing one PostgreSQL and one Redis, with
+token-file authentication, driven by the MCP SDK's HTTP client in the
+2026-07-28 era, alternating between them.
+
+  - a pin made through one replica is enforced by the other: when the host
+    then presents another key, replica 2 refuses it;
+  - an identity Alice creates through replica 1 is Alice's through replica
+    2, and Bob does not see it;
+  - C{GEMINI_REQUESTS_PER_MINUTE} holds for both replicas together,
+    measured where the capsule accepts the connections;
+  - with Redis stopped, a fetch is C{STATE_UNAVAILABLE} and C{/health} is
+    503 naming Redis; once Redis is back, both recover.
+
+The capsule is a small TLS server in this test (it records when each
+request starts, and can change its certificate); nothing here leaves
+loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gophergem.auth.tokens import add_token
+from tests.servers.redis import RedisServer, find_redis_server, start_rate
+
+from .conftest import LOOPBACK, run_async, unused_loopback_port
+from .gemini_peers import HOSTNAME, CertPair, GeminiCerts
+from .test_http import REPO_ROOT, daemon_env, http_get, running, serve_argv
+
+pytestmark = pytest.mark.integration
+
+ERA = "2026-07-28"
+RPM = 120  # one start every 0.5 s to one host, across both replicas
+
+
+def fresh_database(server_url: str, name: str) -> str:
+    """Create (again) the database C{name} on the test server; return its URL."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        connection.execute(f'CREATE DATABASE "{name}"')
+    return server_url.rsplit("/", 1)[0] + "/" + name
+
+
+class Capsule:
+    """
+    A Gemini server on 127.0.0.1 answering every request with a short page,
+    recording when each connection was accepted.
+    """
+
+    def __init__(self, port: int, cert: CertPair) -> None:
+        self.port = port
+        self.starts: list[float] = []
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert.cert_path), str(cert.key_path))
+        self._listener = socket.create_server((LOOPBACK, port), reuse_port=False)
+        self._listener.settimeout(0.2)
+        self._context = context
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def url(self, path: str = "/") -> str:
+        return f"gemini://{HOSTNAME}:{self.port}{path}"
+
+    def _serve(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                raw, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.starts.append(time.monotonic())
+            threading.Thread(target=self._answer, args=(raw,), daemon=True).start()
+
+    def _answer(self, raw: socket.socket) -> None:
+        try:
+            raw.settimeout(5)
+            with self._context.wrap_socket(raw, server_side=True) as tls:
+                request = b""
+                while not request.endswith(b"\r\n") and len(request) < 2048:
+                    chunk = tls.recv(1024)
+                    if not chunk:
+                        return
+                    request += chunk
+                tls.sendall(b"20 text/gemini\r\n# A small capsule\n=> /next.gmi Next\n")
+                tls.unwrap()
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            raw.close()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._listener.close()
+        self._thread.join(timeout=5)
+
+
+async def call(
+    daemon: Any, token: str, name: str, arguments: dict[str, Any], *, asks: bool = True
+) -> Any:
+    """
+    One tool call through C{daemon} as the holder of C{token}; with
+    C{asks}, the client answers yes to any question (else it declares no
+    elicitation at all).
+    """
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def accept(context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        client,
+        Client(
+            streamable_http_client(daemon.url, http_client=client),
+            mode=ERA,
+            elicitation_callback=accept if asks else None,
+        ) as session,
+    ):
+        return await session.call_tool(name, arguments)
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert result.structured_content is not None, result.content
+    return result.structured_content  # type: ignore[no-any-return]
+
+
+def test_two_replicas_share_one_state(
+    tmp_path: Path, postgres_url: str, gemini_certs: GeminiCerts
+) -> None:
+    binary = find_redis_server()
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    redis = RedisServer(binary, tmp_path)
+    redis.start()
+    try:
+        _replicas(tmp_path, postgres_url, gemini_certs, redis)
+    finally:
+        redis.stop()
+
+
+def _replicas(
+    tmp_path: Path, postgres_url: str, gemini_certs: GeminiCerts, redis: RedisServer
+) -> None:
+    database = fresh_database(postgres_url, "gophergem_replicas")
+    (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
+    (tmp_path / "state.keys").write_text(os.urandom(32).hex() + "\n")
+    tokens = tmp_path / "tokens.json"
+    alice, bob = add_token(tokens, "alice"), add_token(tokens, "bob")
+    shared = {
+        "GOPHERGEM_DATABASE_URL": database,
+        "GOPHERGEM_DATABASE_KEY_FILE": str(tmp_path / "db.key"),
+        "GOPHERGEM_REDIS_URL": redis.url,
+        "GOPHERGEM_AUTH_TOKENS_FILE": str(tokens),
+        "GOPHERGEM_REQUEST_STATE_KEYS_FILE": str(tmp_path / "state.keys"),
+        "GOPHERGEM_STATE_TIMEOUT_SECONDS": "1",
+        "GEMINI_ALLOW_LOCAL_HOSTS": "true",
+        "GEMINI_RESPECT_ROBOTS_TXT": "false",
+        "GEMINI_REQUESTS_PER_MINUTE": str(RPM),
+    }
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    env_one = daemon_env(tmp_path / "one", **shared)
+    env_two = daemon_env(tmp_path / "two", **shared)
+
+    upgrade = subprocess.run(
+        [sys.executable, "-m", "gophergem", "db", "upgrade"],
+        env=env_one,
+        cwd=str(REPO_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "applied" in upgrade.stdout
+
+    port = unused_loopback_port()
+    capsule = Capsule(port, gemini_certs.original)
+    try:
+        with running(serve_argv, env_one) as one, running(serve_argv, env_two) as two:
+            _alternate(one, two, capsule, gemini_certs, redis, alice, bob)
+            for daemon in (one, two):
+                assert daemon.stop() in (0, -15), daemon.output()[-5000:]
+                output = daemon.output()
+                assert "MCP endpoint stopped" in output
+                assert "Traceback" not in output, output[-5000:]
+                assert alice not in output and bob not in output
+    finally:
+        capsule.stop()
+
+
+def _alternate(
+    one: Any,
+    two: Any,
+    capsule: Capsule,
+    certs: GeminiCerts,
+    redis: RedisServer,
+    alice: str,
+    bob: str,
+) -> None:
+    page = capsule.url("/")
+
+    # A pin made through one replica is the other's too.
+    fetched = payload(run_async(lambda: call(one, alice, "gemini_fetch", {"url": page})))
+    assert fetched["kind"] == "gemtext", fetched
+    fingerprint = fetched["request_info"]["cert_fingerprint"]
+    assert fingerprint == certs.original.fingerprint
+    listed = payload(run_async(lambda: call(two, bob, "gemini_trust_list", {})))
+    assert [(e["host"], e["fingerprint"]) for e in listed["entries"]] == [
+        ("localhost", fingerprint)
+    ]
+
+    # Alice's identity, made through one, is hers through two; Bob sees none.
+    scope = capsule.url("/members/")
+    made = payload(
+        run_async(
+            lambda: call(
+                one, alice, "gemini_client_cert_update", {"url": scope, "action": "create"}
+            )
+        )
+    )
+    assert made["kind"] == "client_cert_update", made
+    hers = payload(run_async(lambda: call(two, alice, "gemini_client_cert_list", {})))
+    assert [e["fingerprint"] for e in hers["entries"]] == [made["entry"]["fingerprint"]]
+    his = payload(run_async(lambda: call(two, bob, "gemini_client_cert_list", {})))
+    assert his["entries"] == []
+
+    # One rate for both: eight fetches, four through each replica at once,
+    # start at the capsule 60/RPM seconds apart.
+    capsule.starts.clear()
+
+    async def both() -> list[Any]:
+        import anyio
+
+        results: list[Any] = []
+
+        async def fetch(daemon: Any, index: int) -> None:
+            arguments = {"url": capsule.url(f"/{index}.gmi"), "refresh": True}
+            results.append(await call(daemon, alice, "gemini_fetch", arguments))
+
+        async with anyio.create_task_group() as group:
+            for index in range(8):
+                group.start_soon(fetch, (one, two)[index % 2], index)
+        return results
+
+    for result in run_async(both, deadline=60):
+        assert payload(result)["kind"] == "gemtext", payload(result)
+    rate = start_rate(capsule.starts)
+    sys.stderr.write(f"replicas: {rate}\n")
+    assert rate.count == 8
+    assert rate.obeys(RPM, slack=0.05), rate
+
+    # The host now presents another key: replica 2 holds the pin replica 1 made.
+    capsule.stop()
+    changed = Capsule(capsule.port, certs.rekey)
+    try:
+        refused = payload(
+            run_async(
+                lambda: call(two, bob, "gemini_fetch", {"url": page, "refresh": True}, asks=False)
+            )
+        )
+        assert refused["kind"] == "error", refused
+        assert refused["error"]["code"] == "CERTIFICATE_CHANGED", refused
+    finally:
+        changed.stop()
+    capsule = Capsule(capsule.port, certs.original)
+    try:
+        # Redis gone: a clear error and a 503; back: both recover.
+        redis.stop()
+        failed = payload(
+            run_async(lambda: call(one, alice, "gemini_fetch", {"url": page, "refresh": True}))
+        )
+        assert failed["kind"] == "error"
+        assert failed["error"]["code"] == "STATE_UNAVAILABLE", failed
+        health = http_get(two.port, "/health")
+        assert health.status == 503
+        assert json.loads(health.body)["unavailable"] == ["redis"]
+        redis.start()
+        assert http_get(two.port, "/health").status == 200
+        for daemon in (one, two):
+            back = payload(
+                run_async(
+                    lambda daemon=daemon: call(
+                        daemon, alice, "gemini_fetch", {"url": page, "refresh": True}
+                    )
+                )
+            )
+            assert back["kind"] == "gemtext", back
+    finally:
+        capsule.stop()
+
+
+def _serve_until_exit(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*serve_argv(unused_loopback_port())],
+        env=env,
+        cwd=str(REPO_ROOT),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_replica_without_its_state_does_not_serve(tmp_path: Path, postgres_url: str) -> None:
+    """
+    A database nobody answers at, or one whose schema is behind, stops the
+    replica before it listens: one line, exit status 1, no password, no
+    traceback.
+    """
+    (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
+    base = daemon_env(
+        tmp_path,
+        GOPHERGEM_DATABASE_KEY_FILE=str(tmp_path / "db.key"),
+        GOPHERGEM_STATE_TIMEOUT_SECONDS="1",
+    )
+    nobody = _serve_until_exit(
+        {**base, "GOPHERGEM_DATABASE_URL": "postgresql://gg:s3cret@127.0.0.1:1/gophergem"}
+    )
+    assert nobody.returncode == 1, nobody.stderr
+    said = [line for line in nobody.stderr.splitlines() if line.startswith("gophergem: ")]
+    assert said == [
+        "gophergem: STATE_UNAVAILABLE: PostgreSQL could not be reached within 1 seconds."
+    ]
+    assert "s3cret" not in nobody.stderr + nobody.stdout
+    assert "Traceback" not in nobody.stderr
+
+    behind = _serve_until_exit(
+        {**base, "GOPHERGEM_DATABASE_URL": fresh_database(postgres_url, "gophergem_behind")}
+    )
+    assert behind.returncode == 1, behind.stderr
+    assert (
+        "gophergem: the database schema is behind this version: run gophergem db upgrade"
+        in behind.stderr.splitlines()
+    )
+    assert "Traceback" not in behind.stderr

@@ -1,0 +1,211 @@
+"""
+Tests for L{gophergem.mcp.principals} and the server's per-principal state:
+each authenticated caller has their own client identities and
+subscriptions, and is told only of changes to their own resources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from mcp import Client
+from mcp.server.subscriptions import ResourceUpdated
+
+from gophergem.config import Config
+from gophergem.feeds.follow import Follower
+from gophergem.feeds.store import MemoryFeedStore
+from gophergem.mcp import auth
+from gophergem.mcp.principals import Principals
+from gophergem.mcp.server import PrincipalBus, build_server
+from gophergem.state.files import FileState
+from gophergem.testing import MemoryNetwork
+from tests.mcp_helpers import run_with_network
+from tests.test_mcp_gemini import Asker, capsule, data, error_code
+
+ALICE = "token:alice"
+BOB = "token:bob"
+
+
+def _state(tmp_path: Path, **kw: Any) -> FileState:
+    config = Config.from_mapping(
+        {
+            "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "tofu.json"),
+            "GEMINI_CLIENT_CERTS_STORAGE_PATH": str(tmp_path / "client_certs"),
+            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
+        }
+    )
+    return attrs.evolve(FileState.from_config(config, {}), **kw)
+
+
+class Caller:
+    """Stands in for the access token of the request being served."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.principal: str | None = None
+        monkeypatch.setattr(auth, "current_principal", lambda: self.principal)
+
+
+def test_the_owner_gets_the_servers_own_fetcher_and_follower(tmp_path: Path) -> None:
+    """Principal None (stdio, no authentication) changes nothing."""
+    net = MemoryNetwork()
+    fetcher = net.fetcher()
+    follower = Follower(fetcher, MemoryFeedStore())
+    principals = Principals(fetcher, _state(tmp_path), follower)
+    assert principals.fetcher_for(None) is fetcher
+    assert principals.follower_for(None) is follower
+
+
+def test_a_principal_gets_their_own_stores_and_shares_the_rest(tmp_path: Path) -> None:
+    """Alice's view holds her identities and subscriptions; caches and pins are shared."""
+    net = MemoryNetwork()
+    fetcher = net.fetcher()
+    state = _state(tmp_path)
+    principals = Principals(fetcher, state, Follower(fetcher, MemoryFeedStore()))
+    alice = principals.fetcher_for(ALICE)
+    assert alice.identities is state.identities(ALICE)
+    assert alice.pins is fetcher.pins
+    assert alice.gemini_pipeline.cache is fetcher.gemini_pipeline.cache  # type: ignore[attr-defined]
+    assert principals.fetcher_for(ALICE) is alice
+    follower = principals.follower_for(ALICE)
+    assert follower is not None
+    assert follower.store is state.feeds(ALICE)
+    assert follower.fetcher is alice
+
+
+def test_pins_per_principal(tmp_path: Path) -> None:
+    """With pins kept per principal, a principal's view judges against their own pins."""
+    net = MemoryNetwork()
+    fetcher = net.fetcher()
+    state = _state(tmp_path, pins_per_principal=True)
+    alice = Principals(fetcher, state).fetcher_for(ALICE)
+    assert alice.pins is state.pins(ALICE)
+    assert alice.pins is not fetcher.pins
+
+
+def test_views_are_bounded(tmp_path: Path) -> None:
+    """The least recently used view goes when more principals call than are kept."""
+    net = MemoryNetwork()
+    principals = Principals(net.fetcher(), _state(tmp_path), max_views=2)
+    first = principals.fetcher_for("token:a")
+    principals.fetcher_for("token:b")
+    principals.fetcher_for("token:a")
+    principals.fetcher_for("token:c")
+    assert principals.fetcher_for("token:a") is first
+    assert len(principals._views) == 2
+
+
+def test_identities_belong_to_their_principal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    An identity Alice creates is presented for Alice only: Bob's fetch of
+    the same zone is asked for a certificate, Bob's list is empty, and Bob
+    cannot remove Alice's identity.
+    """
+    caller = Caller(monkeypatch)
+    net, server, _ = capsule()
+
+    def app(url: str) -> bytes:
+        if server.client_certificates[-1] is None:
+            return b"60 Identify yourself\r\n"
+        return b"20 text/gemini\r\n# Welcome back\n"
+
+    server.routes["/app/"] = app
+    fetcher = net.fetcher(gemini={"respect_robots_txt": False, "requests_per_minute": 0})
+    mcp = build_server(fetcher, principals=Principals(fetcher, _state(tmp_path)))
+    scope = "gemini://localhost/app/"
+
+    async def body() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with Client(mcp, elicitation_callback=Asker("accept")) as client:
+            caller.principal = ALICE
+            seen["created"] = await client.call_tool(
+                "gemini_client_cert_update", {"url": scope, "action": "create"}
+            )
+            seen["alice_fetch"] = await client.call_tool("gemini_fetch", {"url": scope})
+            caller.principal = BOB
+            seen["bob_fetch"] = await client.call_tool("gemini_fetch", {"url": scope})
+            seen["bob_list"] = await client.call_tool("gemini_client_cert_list", {})
+            fingerprint = data(seen["created"])["entry"]["fingerprint"]
+            seen["bob_remove"] = await client.call_tool(
+                "gemini_client_cert_update",
+                {"url": scope, "action": "remove", "fingerprint": fingerprint},
+            )
+            caller.principal = None
+            seen["owner_list"] = await client.call_tool("gemini_client_cert_list", {})
+            caller.principal = ALICE
+            seen["alice_list"] = await client.call_tool("gemini_client_cert_list", {})
+        return seen
+
+    seen = run_with_network(net, body)
+    assert data(seen["created"])["kind"] == "client_cert_update"
+    assert data(seen["alice_fetch"])["kind"] == "gemtext"
+    assert data(seen["bob_fetch"])["kind"] == "certificate"
+    assert data(seen["bob_list"])["entries"] == []
+    assert error_code(seen["bob_remove"]) == "FINGERPRINT_MISMATCH"
+    assert data(seen["owner_list"])["entries"] == []
+    assert len(data(seen["alice_list"])["entries"]) == 1
+
+
+def test_subscriptions_belong_to_their_principal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob neither sees nor can drop what Alice follows."""
+    caller = Caller(monkeypatch)
+    net, _, _ = capsule({"/": b"20 text/gemini\r\n# Log\n=> /a.gmi 2026-01-02 First\n"})
+    fetcher = net.fetcher(gemini={"respect_robots_txt": False, "requests_per_minute": 0})
+    follower = Follower(fetcher, MemoryFeedStore())
+    mcp = build_server(
+        fetcher,
+        follower=follower,
+        principals=Principals(fetcher, _state(tmp_path), follower),
+    )
+
+    async def body() -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        async with Client(mcp) as client:
+            caller.principal = ALICE
+            seen["subscribed"] = await client.call_tool(
+                "feed_subscribe", {"url": "gemini://localhost/"}
+            )
+            seen["alice"] = await client.call_tool("feed_list", {})
+            caller.principal = BOB
+            seen["bob"] = await client.call_tool("feed_list", {})
+            seen["bob_drop"] = await client.call_tool(
+                "feed_unsubscribe", {"url": "gemini://localhost/"}
+            )
+            caller.principal = ALICE
+            seen["alice_after"] = await client.call_tool("feed_list", {})
+        return seen
+
+    seen = run_with_network(net, body)
+    assert data(seen["subscribed"])["kind"] == "subscription"
+    assert len(data(seen["alice"])["entries"]) == 1
+    assert data(seen["bob"])["entries"] == []
+    assert error_code(seen["bob_drop"]) == "NOT_SUBSCRIBED"
+    assert len(data(seen["alice_after"])["entries"]) == 1
+    assert follower.store.subscriptions() == []  # type: ignore[attr-defined]
+
+
+def test_listeners_hear_only_their_principal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An event meant for Alice reaches Alice's listen streams, not Bob's."""
+    caller = Caller(monkeypatch)
+    bus = PrincipalBus()
+    heard: dict[str | None, list[object]] = {ALICE: [], BOB: [], None: []}
+    for principal in heard:
+        caller.principal = principal
+        bus.subscribe(heard[principal].append)
+    server = build_server(MemoryNetwork().fetcher())
+    server.events = bus
+
+    async def body() -> None:
+        await server.announce("gophergem://feeds/updates", ALICE)
+        await server.announce("gophergem://feeds/updates", None)
+
+    run_with_network(MemoryNetwork(), body)
+    assert [type(e) for e in heard[ALICE]] == [ResourceUpdated]
+    assert heard[BOB] == []
+    assert [type(e) for e in heard[None]] == [ResourceUpdated]
