@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -51,6 +52,8 @@ __all__ = [
     "FeedCheckService",
     "HTTPListenService",
     "ListenError",
+    "SharedStateService",
+    "StateStartError",
     "TokenReloadService",
     "build_site",
     "endpoint_security",
@@ -725,17 +728,23 @@ def _health_checks(state: Any, policy: Any) -> Callable[[], Deferred[list[str]]]
 class SharedStateService(MultiService):
     """
     The HTTP transport of a replica that shares its state: connects to
-    PostgreSQL (C{GOPHERGEM_DATABASE_URL}) and Redis (C{GOPHERGEM_REDIS_URL})
-    once the reactor runs, checks the database schema, and only then builds
-    and starts the endpoint.
+    PostgreSQL (C{GOPHERGEM_DATABASE_URL}) and Redis (C{GOPHERGEM_REDIS_URL}),
+    checks the database schema, and only then builds the endpoint and
+    listens.
 
-    When a backend cannot be reached or the schema is behind, one line says
-    so (on standard error and in the log), C{exit_status} becomes 1 and the
-    reactor stops: a replica that cannot share its state does not serve.
+    Under twistd and C{gophergem serve} the connections are made before the
+    reactor runs (on the asyncio loop it will run), so a replica that
+    cannot share its state never listens: L{privilegedStartService} raises
+    L{StateStartError} naming what is wrong in one line or, with
+    C{exit_on_error} set (as under C{twistd -n}), writes that line to
+    standard error and exits with status 1.  Started on a running loop (an
+    application that mounts gophergem), it connects then, and a failure
+    logs the line, sets C{exit_status} to 1 and stops the reactor.
     Stopping closes the connections after the endpoint has drained.
     """
 
     log = Logger()
+    exit_on_error = False
 
     def __init__(self, http: _HTTPParts) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
@@ -743,14 +752,56 @@ class SharedStateService(MultiService):
         self.exit_status = 0
         self.ready: Deferred[None] | None = None
         self._backends: list[Any] = []
+        self._built = False
+
+    def privilegedStartService(self) -> None:
+        loop = getattr(self.http.reactor, "_asyncioEventloop", None)
+        if isinstance(loop, asyncio.AbstractEventLoop) and not loop.is_running():
+            connecting = Deferred.fromCoroutine(self._connect())
+            try:
+                state, policy = loop.run_until_complete(connecting.asFuture(loop))
+            except Exception as error:
+                message = self._one_line(error)
+                if not self.exit_on_error:
+                    raise StateStartError(message) from None
+                self.log.error("gophergem {message}", message=message)
+                stream = sys.__stderr__
+                if stream is not None:
+                    stream.write(f"gophergem: {message}\n")
+                    stream.flush()
+                raise SystemExit(1) from None
+            self._build(state, policy)
+        super().privilegedStartService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def startService(self) -> None:
         super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        self.ready = Deferred.fromCoroutine(self._start())
-        self.ready.addErrback(self._refuse)
+        if not self._built:
+            self.ready = Deferred.fromCoroutine(self._start())
+            self.ready.addErrback(self._refuse)
+
+    def _build(self, state: Any, policy: Any) -> None:
+        self._built = True
+        self.http.add_to(self, state, policy)
+        self.log.info("shared state ready")
 
     async def _start(self) -> None:
+        state, policy = await self._connect()
+        if self.running:
+            self._build(state, policy)
+
+    async def _connect(self) -> tuple[Any, Any]:
+        """Open the configured backends; on a failure, close what was opened."""
+        try:
+            return await self._open()
+        except BaseException:
+            await self._close_backends()
+            raise
+
+    async def _open(self) -> tuple[Any, Any]:
         config, reactor = self.http.config, self.http.reactor
+        # psycopg's pool reports each failed attempt through the logging
+        # module; gophergem says it once, in its own words.
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         state: Any
         if config.database_url is not None:
             from gophergem.state.postgres import PostgresState, load_database_key
@@ -797,22 +848,21 @@ class SharedStateService(MultiService):
                 ],
             )
             self._backends.append(policy)
-        if not self.running:
-            return
-        self.http.add_to(self, state, policy)
-        self.log.info("shared state ready")
+        return state, policy
 
-    def _refuse(self, failure: Failure) -> None:
+    def _one_line(self, error: BaseException) -> str:
+        from gophergem.config import ConfigError
         from gophergem.errors import GophergemError
 
-        error = failure.value
-        if isinstance(error, (_StartError, ListenError)):
-            message = str(error)
-        elif isinstance(error, GophergemError):
-            message = f"{error.code}: {error.message}"
-        else:
-            self.log.failure("could not start the shared state", failure=failure)
-            message = f"could not start the shared state: {failure.getErrorMessage()}"
+        if isinstance(error, (_StartError, ListenError, ConfigError)):
+            return str(error)
+        if isinstance(error, GophergemError):
+            return f"{error.code}: {error.message}"
+        self.log.failure("could not start the shared state", failure=Failure(error))
+        return f"could not start the shared state: {type(error).__name__}"
+
+    def _refuse(self, failure: Failure) -> None:
+        message = self._one_line(failure.value or Exception("unknown"))
         self.log.error("gophergem {message}", message=message)
         stream = sys.__stderr__
         if stream is not None:
@@ -831,11 +881,19 @@ class SharedStateService(MultiService):
     async def _close(self, stopped: Any) -> None:
         if stopped is not None:
             await stopped
-        for backend in reversed(self._backends):
+        await self._close_backends()
+
+    async def _close_backends(self) -> None:
+        backends, self._backends = self._backends, []
+        for backend in reversed(backends):
             try:
                 await settle(backend.close())
             except Exception:
                 self.log.warn("a backend did not close cleanly")
+
+
+class StateStartError(Exception):
+    """A replica could not reach its shared state; the message is one line."""
 
 
 class _StartError(Exception):

@@ -269,10 +269,13 @@ def exit_on_listen_error(top: MultiService, enabled: bool = True) -> None:
     """
     Make the HTTP listener of C{top} (from L{gophergem.service.makeService})
     end the process with one line and status 2 when it cannot listen,
-    instead of raising L{gophergem.service.ListenError}.
+    instead of raising L{gophergem.service.ListenError}; and a replica's
+    shared state, with status 1 when it cannot be reached, instead of
+    raising L{gophergem.service.StateStartError}.
     """
-    try:
-        listener = top.getServiceNamed("http")
-    except KeyError:
-        return
-    listener.exit_on_error = enabled
+    for name in ("http", "state"):
+        try:
+            service = top.getServiceNamed(name)
+        except KeyError:
+            continue
+        service.exit_on_error = enabled

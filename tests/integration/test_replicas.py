@@ -20,12 +20,16 @@ loopback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -200,10 +204,11 @@ def _replicas(
     try:
         with running(serve_argv, env_one) as one, running(serve_argv, env_two) as two:
             _alternate(one, two, capsule, gemini_certs, redis, alice, bob)
+            _kill_mid_batch(one, two, port, gemini_certs.original, alice)
+            assert two.stop() in (0, -signal.SIGTERM), two.output()[-5000:]
+            assert "MCP endpoint stopped" in two.output()
             for daemon in (one, two):
-                assert daemon.stop() in (0, -15), daemon.output()[-5000:]
                 output = daemon.output()
-                assert "MCP endpoint stopped" in output
                 assert "Traceback" not in output, output[-5000:]
                 assert alice not in output and bob not in output
     finally:
@@ -311,6 +316,49 @@ def _alternate(
         capsule.stop()
 
 
+def _kill_mid_batch(one: Any, two: Any, port: int, cert: CertPair, alice: str) -> None:
+    """
+    Killing replica 1 (SIGKILL) while it runs a batch loses nothing it had
+    acknowledged: Alice's subscriptions, made through it, are all there
+    through replica 2, which runs the same batch again.
+    """
+    capsule = Capsule(port, cert)
+    try:
+        feeds = [capsule.url(f"/log{index}.gmi") for index in range(3)]
+        for url in feeds:
+            made = payload(
+                run_async(lambda url=url: call(one, alice, "feed_subscribe", {"url": url}))
+            )
+            assert made["kind"] == "subscription", made
+        batch = {"urls": [capsule.url(f"/batch{index}.gmi") for index in range(4)]}
+
+        async def batch_then_kill() -> None:
+            import anyio
+
+            async with anyio.create_task_group() as group:
+
+                async def doomed() -> None:
+                    with contextlib.suppress(Exception):
+                        await call(one, alice, "gemini_batch_fetch", batch)
+
+                group.start_soon(doomed)
+                started = time.monotonic()
+                while len(capsule.starts) < 1 and time.monotonic() - started < 10:
+                    await anyio.sleep(0.02)
+                one.process.send_signal(signal.SIGKILL)
+                group.cancel_scope.cancel()
+
+        capsule.starts.clear()
+        run_async(batch_then_kill, deadline=30)
+        assert one.process.wait(timeout=10) == -signal.SIGKILL
+        listed = payload(run_async(lambda: call(two, alice, "feed_list", {})))
+        assert sorted(e["url"] for e in listed["entries"]) == feeds
+        again = payload(run_async(lambda: call(two, alice, "gemini_batch_fetch", batch)))
+        assert [r["kind"] for r in again["result"]] == ["gemtext"] * 4, again
+    finally:
+        capsule.stop()
+
+
 def _serve_until_exit(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*serve_argv(unused_loopback_port())],
@@ -355,3 +403,100 @@ def test_a_replica_without_its_state_does_not_serve(tmp_path: Path, postgres_url
         in behind.stderr.splitlines()
     )
     assert "Traceback" not in behind.stderr
+
+
+def test_postgresql_outage_is_a_clear_error_and_heals(
+    tmp_path: Path, gemini_certs: GeminiCerts
+) -> None:
+    """
+    PostgreSQL stopped under a running replica: calls that need it are
+    STATE_UNAVAILABLE within the state timeout and /health is 503 naming
+    it; once it is back, the replica serves again without a restart.
+    """
+    from tests.servers.postgres import _as_server_user, find_binaries, start_postgres
+
+    binaries = find_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL is not installed")
+    base = Path(tempfile.mkdtemp(prefix="gophergem-pg-outage-"))  # the server's user must reach it
+    server, data = start_postgres(base, binaries)
+    port = int(server.rsplit(":", 1)[1].split("/")[0])
+
+    def pg_ctl(*argv: str) -> None:
+        subprocess.run(
+            _as_server_user([str(binaries / "pg_ctl"), "-D", str(data), *argv]),
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+
+    def start() -> None:
+        options = f"-h 127.0.0.1 -p {port} -k {base} -c fsync=off"
+        pg_ctl("-l", str(base / "pg.log"), "-w", "-t", "30", "-o", options, "start")
+
+    try:
+        database = fresh_database(server, "gophergem_outage")
+        tokens = tmp_path / "tokens.json"
+        alice = add_token(tokens, "alice")
+        (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
+        env = daemon_env(
+            tmp_path,
+            GOPHERGEM_DATABASE_URL=database,
+            GOPHERGEM_DATABASE_KEY_FILE=str(tmp_path / "db.key"),
+            GOPHERGEM_AUTH_TOKENS_FILE=str(tokens),
+            GOPHERGEM_STATE_TIMEOUT_SECONDS="1",
+            GEMINI_ALLOW_LOCAL_HOSTS="true",
+            GEMINI_RESPECT_ROBOTS_TXT="false",
+            GEMINI_REQUESTS_PER_MINUTE="0",
+        )
+        upgrade = subprocess.run(
+            [sys.executable, "-m", "gophergem", "db", "upgrade"],
+            env=env,
+            cwd=str(REPO_ROOT),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert upgrade.returncode == 0, upgrade.stderr
+        capsule = Capsule(unused_loopback_port(), gemini_certs.original)
+        try:
+            with running(serve_argv, env) as daemon:
+                page = {"url": capsule.url("/"), "refresh": True}
+                ok = payload(run_async(lambda: call(daemon, alice, "gemini_fetch", page)))
+                assert ok["kind"] == "gemtext", ok
+
+                pg_ctl("-m", "immediate", "-w", "stop")
+                started = time.monotonic()
+                down = payload(run_async(lambda: call(daemon, alice, "gemini_fetch", page)))
+                assert down["kind"] == "error", down
+                assert down["error"]["code"] == "STATE_UNAVAILABLE", down
+                listed = payload(run_async(lambda: call(daemon, alice, "feed_list", {})))
+                assert listed["error"]["code"] == "STATE_UNAVAILABLE", listed
+                assert time.monotonic() - started < 15
+                health = http_get(daemon.port, "/health")
+                assert health.status == 503
+                assert json.loads(health.body)["unavailable"] == ["postgresql"]
+
+                start()
+                restarted = time.monotonic()
+                deadline = time.monotonic() + 30
+                while http_get(daemon.port, "/health").status != 200:
+                    assert time.monotonic() < deadline, "the replica did not recover"
+                    time.sleep(0.2)
+                sys.stderr.write(f"recovered in {time.monotonic() - restarted:.2f} s\n")
+                back = payload(run_async(lambda: call(daemon, alice, "gemini_fetch", page)))
+                assert back["kind"] == "gemtext", back
+                assert daemon.stop() in (0, -signal.SIGTERM)
+                output = daemon.output()
+                assert "Traceback" not in output, output[-5000:]
+                assert alice not in output
+        finally:
+            capsule.stop()
+    finally:
+        subprocess.run(
+            _as_server_user([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(base, ignore_errors=True)
