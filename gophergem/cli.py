@@ -15,6 +15,10 @@ The C{gophergem} console script.
     endpoint's token file (C{GOPHERGEM_AUTH_TOKENS_FILE});
   - C{gophergem --version}.
 
+The trust, identity and feeds commands act on the state the daemon uses:
+PostgreSQL when C{GOPHERGEM_DATABASE_URL} is set (a team server), else the
+files; for the owner, or for the principal C{--principal} names.
+
 Every setting can come from its environment variable or from the option of
 the same name (C{GOPHER_TIMEOUT_SECONDS} / C{--gopher-timeout-seconds}),
 before or after the command; the option wins.  A user error (a bad option,
@@ -25,11 +29,12 @@ the program with one line naming it and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._version import __version__
@@ -39,7 +44,6 @@ from gophergem.errors import GophergemError, InvalidRequest, PinExists
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
 
-    from gophergem.interfaces import IIdentityStore, IPinStore
     from gophergem.results import FetchResult, GeminiResult
 
 __all__ = ["main"]
@@ -222,6 +226,12 @@ def _parser() -> argparse.ArgumentParser:
         for sub in group.choices.values():
             if sub is not import_:
                 sub.add_argument("--json", action="store_true", help="Print JSON.")
+                _principal_option(
+                    sub,
+                    " (pins are shared unless GOPHERGEM_PINS_PER_PRINCIPAL is true)"
+                    if group is trust_commands
+                    else "",
+                )
     _feeds_parser(commands, command)
     _token_parser(commands, command)
     _db_parser(commands, command)
@@ -360,6 +370,18 @@ def _feeds_parser(commands: Any, command: Any) -> None:
     )
     export.add_argument("file", metavar="FILE", nargs="?")
     export.set_defaults(json=False)
+    for sub in actions.choices.values():
+        _principal_option(sub)
+
+
+def _principal_option(parser: argparse.ArgumentParser, note: str = "") -> None:
+    """Add C{--principal NAME}: act for someone of a team server, not the owner."""
+    parser.add_argument(
+        "--principal",
+        metavar="NAME",
+        help="Act for this principal of a team server (token:NAME, or ISSUER#SUBJECT as "
+        f"an identity provider names them) instead of the owner{note}.",
+    )
 
 
 def _config(args: argparse.Namespace, environ: Mapping[str, str]) -> Config:
@@ -566,12 +588,14 @@ def _run(top: Any) -> int:
     from twisted.logger import Logger
 
     from gophergem.mcp.stdio import StdioMCPService
-    from gophergem.service import ListenError, SharedStateService
+    from gophergem.service import ListenError, SharedStateService, StateStartError
 
     try:
         top.privilegedStartService()
     except ListenError as error:
         return _fail(str(error))
+    except StateStartError as error:
+        return _fail(str(error), 1)
     except OSError as error:  # e.g. a unix: socket in a directory that does not exist
         listener = top.namedServices.get("http")
         where = f" on {listener.description}" if listener is not None else ""
@@ -661,6 +685,11 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str
     from gophergem.trust.paths import gopher_mcp_pin_paths, pin_store_path
     from gophergem.trust.pins import FilePinStore
 
+    if config.database_url is not None:
+        return _fail(
+            "trust import writes the pin file, not the database of a team server "
+            "(GOPHERGEM_DATABASE_URL): pin each host with gophergem trust pin instead."
+        )
     if args.path:
         source = Path(args.path)
     else:
@@ -691,26 +720,172 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str
     return 0
 
 
-def _stores(
-    config: Config, environ: Mapping[str, str]
-) -> tuple[IPinStore | None, IIdentityStore | None]:
-    """The pin and identity stores the configuration names (C{None} when switched off)."""
-    from gophergem.trust.identities import FileIdentityStore
-    from gophergem.trust.paths import identity_store_dir, pin_store_path
-    from gophergem.trust.pins import FilePinStore
+class _Refusal(Exception):
+    """A command that cannot run, said in one line, with its exit status."""
 
-    gemini = config.gemini
-    pins = (
-        FilePinStore(str(pin_store_path(gemini.tofu_storage_path, environ)))
-        if gemini.tofu_enabled
-        else None
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _principal(args: argparse.Namespace, config: Config) -> str | None:
+    """
+    The principal C{--principal} names (C{None}: the owner).
+
+    @raise _Refusal: For an empty name, or a principal given to C{trust}
+        while pins are shared by everyone.
+    """
+    principal: str | None = getattr(args, "principal", None)
+    if principal is None:
+        return None
+    if not principal.strip() or not principal.isprintable():
+        raise _Refusal("--principal needs a name, such as token:alice or https://idp#sub.")
+    if args.command == "trust" and not config.pins_per_principal:
+        raise _Refusal(
+            "trust --principal: pins are shared by every principal unless "
+            "GOPHERGEM_PINS_PER_PRINCIPAL is true; leave --principal out."
+        )
+    return principal
+
+
+async def _open_state(
+    config: Config, environ: Mapping[str, str], reactor: Any, *, identities: bool
+) -> Any:
+    """
+    The state the daemon uses: a L{gophergem.state.postgres.PostgresState}
+    when C{GOPHERGEM_DATABASE_URL} is set (connected, its schema checked),
+    else the L{gophergem.state.files.FileState} of this machine.  Either way
+    it gives C{pins(principal)}, C{identities(principal)},
+    C{feeds(principal)} and C{close()}.
+
+    @param identities: Whether the command uses client identities (then a
+        database needs C{GOPHERGEM_DATABASE_KEY_FILE}).
+    @raise _Refusal: When the key is needed and not named, or the schema is
+        behind.
+    @raise GophergemError: C{STATE_UNAVAILABLE} when the database cannot be
+        reached.
+    @raise ValueError: A setting that cannot be used (a bad path or key file).
+    """
+    if config.database_url is None:
+        from gophergem.state.files import FileState
+
+        return FileState.from_config(config, environ)
+    import logging
+
+    from gophergem.state.postgres import PostgresState, load_database_key
+
+    # The driver's own warnings (a refused connection) would be lines besides
+    # ours: they go to the log file, when there is one, and nowhere else.
+    level = logging.getLogger().getEffectiveLevel() if config.log_file else logging.CRITICAL
+    logging.getLogger("psycopg").setLevel(level)
+    key = None
+    if identities and config.gemini.client_certs_enabled:
+        if config.database_key_file is None:
+            raise _Refusal(
+                "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client "
+                "identities' private keys in the database."
+            )
+        key = load_database_key(config.database_key_file)
+    state = await PostgresState.connect(
+        config.database_url,
+        key=key,
+        timeout=config.state_timeout_seconds,
+        reactor=reactor,
+        pins_per_principal=config.pins_per_principal,
+        tofu_enabled=config.gemini.tofu_enabled,
+        identities_enabled=config.gemini.client_certs_enabled,
     )
-    identities = (
-        FileIdentityStore(str(identity_store_dir(gemini.client_certs_storage_path, environ)))
-        if gemini.client_certs_enabled
-        else None
-    )
-    return pins, identities
+    try:
+        current = await state.schema_current()
+    except BaseException:
+        await state.close()
+        raise
+    if not current:
+        await state.close()
+        raise _Refusal("the database schema is behind this version: run gophergem db upgrade.", 1)
+    return state
+
+
+def _with_state(
+    config: Config,
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    use: Callable[[Any, str | None, Any], Awaitable[int]],
+    *,
+    identities: bool,
+) -> int:
+    """
+    Open the state the daemon uses (L{_open_state}) on a reactor of the
+    command's own, run C{use(state, principal, reactor)}, close the state,
+    and return the exit status.
+
+    A state that cannot be opened is one line: status 2 for a setting or
+    argument, 1 for a database that cannot be reached or used.
+    """
+    from gophergem.state import settle
+
+    try:
+        principal = _principal(args, config)
+    except _Refusal as refusal:
+        return _fail(refusal.message, refusal.status)
+
+    async def work(reactor: Any) -> int:
+        try:
+            state = await _open_state(config, environ, reactor, identities=identities)
+        except _Refusal as refusal:
+            return _fail(refusal.message, refusal.status)
+        except GophergemError as error:
+            return _fail(f"{error.code}: {error.message}", 1)
+        except ValueError as error:  # ConfigError too
+            return _fail(str(error))
+        try:
+            return await use(state, principal, reactor)
+        except GophergemError as error:
+            return _fail(f"{error.code}: {error.message}", 1)
+        except ValueError as error:
+            return _fail(str(error))
+        except OSError as error:  # a principal's directory that cannot be made
+            return _fail(f"{error.strerror or error}: {error.filename}", 1)
+        finally:
+            # The answer is given: a pool that ends badly is no news.
+            with contextlib.suppress(Exception):
+                await settle(state.close())
+
+    return _on_own_reactor(work)
+
+
+def _on_own_reactor(work: Callable[[Any], Coroutine[Any, Any, int]]) -> int:
+    """
+    Run C{work(reactor)} with Twisted's asyncio reactor over an event loop
+    of its own, until it returns; return its exit status.
+
+    One path for the file stores and PostgreSQL: the database driver needs
+    the asyncio loop, the fetches of C{feeds} any reactor.  The reactor is
+    not installed as the global one and is run only when the work waits
+    for something (the file stores answer at once), so a command may run
+    more than once in one process.
+    """
+    import asyncio
+
+    from twisted.internet.asyncioreactor import AsyncioSelectorReactor
+    from twisted.internet.defer import Deferred
+
+    loop = asyncio.new_event_loop()
+    reactor = AsyncioSelectorReactor(loop)
+    try:
+        return _drive(Deferred.fromCoroutine(work(reactor)), reactor)
+    finally:
+        _dispose(reactor, loop)
+
+
+def _dispose(reactor: Any, loop: Any) -> None:
+    """Close what a reactor of L{_on_own_reactor} opened, and its loop."""
+    waker = getattr(reactor, "waker", None)
+    if waker is not None:
+        reactor.removeReader(waker)
+        waker.connectionLost(None)  # closes its pipe
+    loop.close()
 
 
 def _terminal_yes(question: str) -> bool | None:
@@ -748,14 +923,15 @@ def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> i
 
 
 def _trust(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """C{gophergem trust list|remove|pin}: the operations the trust tools run."""
-    from twisted.internet.defer import Deferred
+    """
+    C{gophergem trust list|remove|pin}: the operations the trust tools run,
+    on the pins the daemon uses (PostgreSQL on a team server, else the file).
+    """
 
-    try:
-        pins, _ = _stores(config, environ)
-    except ValueError as error:
-        return _fail(str(error))
-    return _drive(Deferred.fromCoroutine(_trust_with(pins, args, time.time())))
+    async def use(state: Any, principal: str | None, reactor: Any) -> int:
+        return await _trust_with(state.pins(principal), args, time.time())
+
+    return _with_state(config, args, environ, use, identities=False)
 
 
 async def _trust_with(pins: Any, args: argparse.Namespace, now: float) -> int:
@@ -862,14 +1038,16 @@ def _pin_line(entry: dict[str, Any]) -> str:
 
 
 def _identity(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """C{gophergem identity list|create|remove}: the operations the identity tools run."""
-    from twisted.internet.defer import Deferred
+    """
+    C{gophergem identity list|create|remove}: the operations the identity
+    tools run, on the identities of the owner or of C{--principal}, where the
+    daemon keeps them.
+    """
 
-    try:
-        _, identities = _stores(config, environ)
-    except ValueError as error:
-        return _fail(str(error))
-    return _drive(Deferred.fromCoroutine(_identity_with(identities, args, time.time())))
+    async def use(state: Any, principal: str | None, reactor: Any) -> int:
+        return await _identity_with(state.identities(principal), args, time.time())
+
+    return _with_state(config, args, environ, use, identities=True)
 
 
 async def _identity_with(identities: Any, args: argparse.Namespace, now: float) -> int:
@@ -984,33 +1162,42 @@ def _render_error(error: dict[str, Any]) -> list[str]:
 
 def _feeds(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     """
-    C{gophergem feeds …}: the fetcher and the follower are built as the MCP
-    server builds them, and the command runs on the global reactor as
-    C{gophergem fetch} does.
+    C{gophergem feeds …}: the subscriptions of the owner or of
+    C{--principal}, where the daemon keeps them, through a fetcher and a
+    follower built as the MCP server builds them (presenting that
+    principal's identities).  The actions that fetch nothing get a fetcher
+    without pins or identities: it is never asked.
     """
-    from twisted.internet import reactor
-    from twisted.internet.defer import Deferred
+    fetching = args.feeds_command in ("updates", "subscribe", "import")
 
-    from gophergem.feeds.follow import Follower
-    from gophergem.fetcher import Fetcher
+    async def use(state: Any, principal: str | None, reactor: Any) -> int:
+        import attrs
 
-    try:
-        fetcher = Fetcher.from_config(config, reactor)
-        follower = Follower.from_config(fetcher, config, environ)
-    except GophergemError as error:
-        return _fail(f"{error.code}: {error.message}", 1)
-    except ValueError as error:
-        return _fail(str(error))
-    return _drive(Deferred.fromCoroutine(feeds_command(follower, args)))
+        from gophergem.feeds.follow import Follower
+        from gophergem.fetcher import Fetcher
+
+        if fetching:
+            fetcher = Fetcher.from_config(
+                config,
+                reactor,
+                pins=state.pins(principal),
+                identities=state.identities(principal),
+            )
+        else:
+            idle = attrs.evolve(config.gemini, tofu_enabled=False, client_certs_enabled=False)
+            fetcher = Fetcher.from_config(attrs.evolve(config, gemini=idle), reactor)
+        return await feeds_command(Follower(fetcher, state.feeds(principal)), args)
+
+    return _with_state(config, args, environ, use, identities=fetching)
 
 
-def _drive(work: Deferred[int]) -> int:
+def _drive(work: Deferred[int], reactor: Any) -> int:
     """
-    Run the global reactor until C{work} fires; return its exit status.
+    Run C{reactor} until C{work} fires (not at all when it has fired
+    already); return its exit status.
 
     Anything unexpected is one line (and the log), never a traceback.
     """
-    from twisted.internet import reactor
     from twisted.python.failure import Failure
 
     outcome: dict[str, Any] = {}
