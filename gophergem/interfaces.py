@@ -152,6 +152,13 @@ class IPolicyBackend(Interface):
         answers, for C{ttl_seconds}.  In one process: C{probe} itself.
         """
 
+    def claim(name: str, seconds: float) -> Deferred[bool]:
+        """
+        Whether this process takes the turn C{name} (a periodic job, say)
+        for the next C{seconds}: C{True} for the first to ask in that time,
+        C{False} for the others that share the backend.
+        """
+
     def health() -> Deferred[dict[str, object]]:
         """Fire with C{{"ok": bool, "detail": str}}: whether the backend answers."""
 

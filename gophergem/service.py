@@ -97,6 +97,8 @@ class FeedCheckService(Service):
         """With authentication: every other principal's follower, checked after the owner's."""
         self.on_checked_for: Callable[[str], None] | None = None
         """Called with each other principal after their check."""
+        self.claim: Callable[[], Deferred[bool]] | None = None
+        """With replicas: whether this one runs the check now (one replica per interval)."""
         self._loop: LoopingCall | None = None
         self._running: Deferred[None] | None = None
 
@@ -134,6 +136,9 @@ class FeedCheckService(Service):
         return running
 
     async def _check(self) -> None:
+        if self.claim is not None and not await self.claim():
+            self.log.debug("feeds: another replica checks this time")
+            return
         checked, new, failed = await self._check_one(self.follower)
         if self.on_checked is not None:
             self.on_checked()
@@ -685,6 +690,10 @@ class _HTTPParts:
             # Added last, so stopped first: no check starts while the endpoint drains.
             feed_checks = FeedCheckService(follower, reactor, interval)
             feed_checks.on_checked = lambda: _announce(server, UPDATES_URI)
+            if policy is not None:
+                # Replicas take turns: one check of every feed per interval.
+                shared, turn = policy, interval * 0.9
+                feed_checks.claim = lambda: shared.claim("feeds-check", turn)
             if principals is not None:
                 everyone = principals
 

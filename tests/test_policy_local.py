@@ -67,3 +67,10 @@ def test_health_and_close() -> None:
     closed: list[object] = []
     policy.close().addCallback(closed.append)
     assert closed == [None]
+
+
+def test_every_turn_is_ours() -> None:
+    """Nothing shares an in-process policy: every claim is granted."""
+    granted: list[object] = []
+    LocalPolicy().claim("feeds-check", 60).addCallback(granted.append)
+    assert granted == [True]

@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 import pytest
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import LogLevel, globalLogPublisher
@@ -269,3 +269,15 @@ def test_health_checks_name_the_failing_backends() -> None:
     service._health_checks(Backend(RuntimeError("down")), None)().addCallback(found.append)
     service._health_checks(object(), Backend({"ok": True}))().addCallback(found.append)
     assert found == [["redis"], ["postgresql"], []]
+
+
+def test_a_replica_checks_only_when_it_has_the_turn() -> None:
+    """With replicas, a run whose turn another replica took checks nothing."""
+    follower = FakeFollower()
+    checks, clock = started(follower)
+    turns = [False, True]
+    checks.claim = lambda: succeed(turns.pop(0))
+    clock.advance(INTERVAL)
+    assert follower.checks == []
+    clock.advance(INTERVAL)
+    assert len(follower.checks) == 1

@@ -24,10 +24,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
-from twisted.internet.task import deferLater
+from twisted.internet.task import Clock, deferLater
 from zope.interface.verify import verifyObject
 
 from gophergem.errors import StateUnavailable
@@ -40,7 +41,8 @@ from gophergem.interfaces import (
     IResponseCache,
     ISlowDownBoard,
 )
-from gophergem.state.redis import Cacheable, RedisPolicy, ValueCodec
+from gophergem.state import settle
+from gophergem.state.redis import Cacheable, NearCache, RedisPolicy, ValueCodec
 from gophergem.state.redis._codec import Unencodable, Unreadable
 from gophergem.wire import gemini as gemini_wire
 from gophergem.wire import gopher as gopher_wire
@@ -401,23 +403,43 @@ def test_board_seen_by_both(redis_url: str) -> None:  # noqa: F811
     on_redis(redis_url, body)
 
 
+def test_one_replica_takes_each_turn(redis_url: str) -> None:  # noqa: F811
+    """The first replica to claim a turn gets it; the other waits until it lapses."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        a, b = policies
+        assert await wait(a.claim("feeds-check", 0.3)) is True
+        assert await wait(b.claim("feeds-check", 0.3)) is False
+        assert await wait(a.claim("feeds-check", 0.3)) is False
+        assert await wait(b.claim("another", 0.3)) is True
+        await asyncio.sleep(0.4)
+        assert await wait(b.claim("feeds-check", 0.3)) is True
+
+    on_redis(redis_url, body)
+
+
 def test_cache_shared(redis_url: str) -> None:  # noqa: F811
-    """What one replica caches the other reads; discard forgets it for both."""
+    """
+    What one replica caches the other reads; a discard forgets it in Redis
+    (a replica's own near copy lapses within NEAR_SECONDS).
+    """
 
     async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
         a, b = (policy.cache("gemini", reactor, 60, 100) for policy in policies)
         assert a is not None and b is not None
         page = gemtext_download()
-        assert await wait(b.get("gemini://h/")) is None
-        stored_at = await wait(a.put("gemini://h/", page))
-        hit = await wait(b.get("gemini://h/"))
+        assert await wait(settle(b.get("gemini://h/"))) is None
+        stored_at = await wait(settle(a.put("gemini://h/", page)))
+        hit = await wait(settle(b.get("gemini://h/")))
         assert hit is not None
         assert hit == (page, stored_at)
-        await wait(b.discard("gemini://h/"))
-        assert await wait(a.get("gemini://h/")) is None
-        # Not shareable: kept out, and the put still answers.
-        await wait(a.put("gemini://h/x", object()))
-        assert await wait(b.get("gemini://h/x")) is None
+        await wait(settle(b.discard("gemini://h/")))
+        fresh = policies[0].cache("gemini", reactor, 60, 100)
+        assert fresh is not None
+        assert await wait(settle(fresh.get("gemini://h/"))) is None
+        # Not shareable: kept out of Redis, and the put still answers.
+        await wait(settle(a.put("gemini://h/x", object())))
+        assert await wait(settle(b.get("gemini://h/x"))) is None
 
     on_redis(redis_url, body)
 
@@ -429,16 +451,16 @@ def test_cache_entries_expire_and_garbage_is_a_miss(redis_url: str) -> None:  # 
         policy = policies[0]
         cache = policy.cache("gopher", reactor, 0.2, 100)
         assert cache is not None
-        await wait(cache.put("k", menu_download()))
+        await wait(settle(cache.put("k", menu_download())))
         ttl = await wait(
             policy.client.call(lambda r: r.pttl(policy.client.key("cache", "gopher", "k")))
         )
         assert 0 < ttl <= 200
         await wait(deferLater(reactor, 0.5, lambda: None))
-        assert await wait(cache.get("k")) is None
+        assert await wait(settle(cache.get("k"))) is None
         name = policy.client.key("cache", "gopher", "bad")
         await wait(policy.client.call(lambda r: r.set(name, b"\x80\x04pickle")))
-        assert await wait(cache.get("bad")) is None
+        assert await wait(settle(cache.get("bad"))) is None
 
     on_redis(redis_url, body)
 
@@ -538,7 +560,7 @@ def test_stopped_redis_fails_fast_and_recovers(own_server: RedisServer) -> None:
                 lambda: board.retry_after("h", 1965),
                 lambda: policy.pacer("gemini", reactor, 60).turn("h"),
                 lambda: policy.cap("gemini", 1).run(lambda: 1),
-                lambda: cache.get("k"),
+                lambda: settle(cache.get("k")),
             ]
             for call in calls:
                 began = time.monotonic()
@@ -599,3 +621,70 @@ def test_nothing_listening() -> None:
                 await wait(RedisPolicy.connect("http://x", timeout=2.0, reactor=reactor))
 
     run(main)
+
+
+@attrs.define
+class _SharedStandIn:
+    """A shared cache answering through Deferreds, counting reads."""
+
+    clock: Clock
+    entries: dict[str, tuple[object, float]] = attrs.field(factory=dict)
+    reads: int = 0
+
+    def get(self, key: str) -> Deferred[tuple[object, float] | None]:
+        self.reads += 1
+        return succeed(self.entries.get(key))
+
+    def put(self, key: str, value: object) -> Deferred[float]:
+        self.entries[key] = (value, self.clock.seconds())
+        return succeed(self.clock.seconds())
+
+    def discard(self, key: str) -> Deferred[None]:
+        self.entries.pop(key, None)
+        return succeed(None)
+
+
+def _near(ttl: float = 300.0) -> tuple[NearCache, _SharedStandIn, Clock]:
+    clock = Clock()
+    shared = _SharedStandIn(clock)
+    return NearCache(shared, clock, ttl, near_seconds=10.0), shared, clock  # type: ignore[arg-type]
+
+
+def test_near_copy_answers_at_once_with_the_same_object() -> None:
+    """A value read from Redis is then answered from memory, the same object, for a while."""
+    cache, shared, clock = _near()
+    page = object()
+    shared.entries["k"] = (page, 0.0)
+    first: list[object] = []
+    settle(cache.get("k")).addCallback(first.append)
+    assert first == [(page, 0.0)] and shared.reads == 1
+    clock.advance(9)
+    assert cache.get("k") == (page, 0.0)
+    assert shared.reads == 1
+    clock.advance(2)  # the near copy has lapsed: Redis is asked again
+    settle(cache.get("k"))
+    assert shared.reads == 2
+
+
+def test_near_copy_never_outlives_the_shared_freshness() -> None:
+    """An entry stored long ago is answered near only while it is still fresh."""
+    cache, shared, clock = _near(ttl=5.0)
+    shared.entries["k"] = ("old", 0.0)
+    settle(cache.get("k"))
+    clock.advance(5)
+    found: list[object] = []
+    settle(cache.get("k")).addCallback(found.append)
+    assert shared.reads == 2
+
+
+def test_puts_and_discards_reach_both() -> None:
+    """A value stored here is in Redis too; a discard forgets it in both."""
+    cache, shared, _ = _near()
+    settle(cache.put("k", "v"))
+    assert shared.entries["k"][0] == "v"
+    assert cache.get("k") == ("v", 0.0)
+    settle(cache.discard("k"))
+    assert "k" not in shared.entries
+    missed: list[object] = []
+    settle(cache.get("k")).addCallback(missed.append)
+    assert missed == [None]

@@ -16,13 +16,14 @@ from zope.interface import implementer
 
 from gophergem.interfaces import IResponseCache
 
-__all__ = ["DEFAULT_MAX_BYTES", "ResponseCache"]
+__all__ = ["DEFAULT_MAX_BYTES", "ResponseCache", "weight_of"]
 
 #: The default byte budget of one protocol's cache.
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
-def _weight(value: object) -> int:
+def weight_of(value: object) -> int:
+    """What C{value} counts for in the byte budget: its C{weight}, else its C{size}, else 0."""
     for name in ("weight", "size"):
         weight = getattr(value, name, None)
         if isinstance(weight, int):
@@ -68,21 +69,21 @@ class ResponseCache:
     def put(self, key: str, value: object) -> float:
         """Store C{value} under C{key}, evicting the least recently used."""
         now = self.clock.seconds()
-        if self.ttl <= 0 or _weight(value) > self.max_bytes:
+        if self.ttl <= 0 or weight_of(value) > self.max_bytes:
             return now
         self.discard(key)
         self._entries[key] = (value, now)
-        self._bytes += _weight(value)
+        self._bytes += weight_of(value)
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
             _, (evicted, _) = self._entries.popitem(last=False)
-            self._bytes -= _weight(evicted)
+            self._bytes -= weight_of(evicted)
         return now
 
     def discard(self, key: str) -> None:
         """Forget C{key}."""
         entry = self._entries.pop(key, None)
         if entry is not None:
-            self._bytes -= _weight(entry[0])
+            self._bytes -= weight_of(entry[0])
 
     def __len__(self) -> int:
         return len(self._entries)

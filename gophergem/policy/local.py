@@ -63,6 +63,10 @@ class LocalPolicy:
         """C{probe} itself: the robots.txt gate already caches in this process."""
         return probe
 
+    def claim(self, name: str, seconds: float) -> Deferred[bool]:
+        """Every turn is this process's: nothing else shares it."""
+        return succeed(True)
+
     def health(self) -> Deferred[dict[str, object]]:
         """Always well: there is nothing to reach."""
         return succeed({"ok": True, "detail": "in-process"})

@@ -11,6 +11,7 @@ when L{RedisPolicy.connect} runs.
 
 from gophergem.state.redis._codec import WIRE_TYPES, Cacheable, ValueCodec
 from gophergem.state.redis._policy import (
+    NearCache,
     RedisConcurrencyCap,
     RedisHostPacer,
     RedisPolicy,
@@ -21,6 +22,7 @@ from gophergem.state.redis._policy import (
 __all__ = [
     "WIRE_TYPES",
     "Cacheable",
+    "NearCache",
     "RedisConcurrencyCap",
     "RedisHostPacer",
     "RedisPolicy",

@@ -47,6 +47,7 @@ from gophergem.interfaces import (
     IResponseCache,
     ISlowDownBoard,
 )
+from gophergem.policy.cache import ResponseCache, weight_of
 from gophergem.policy.pacing import (
     _FORGET_AFTER,
     MAX_SLOW_DOWN_SECONDS,
@@ -144,13 +145,15 @@ class RedisPolicy:
         self, scheme: str, clock: IReactorTime, ttl_seconds: float, max_entries: int
     ) -> IResponseCache | None:
         """
-        A L{RedisResponseCache}, or C{None} when C{ttl_seconds} is 0.  Redis
+        A L{RedisResponseCache} behind a L{NearCache}, or C{None} when
+        C{ttl_seconds} is 0.  Redis
         keeps no count per cache: C{max_entries} is not enforced there (the
         TTL and the server's C{maxmemory} policy bound it).
         """
         if ttl_seconds <= 0:
             return None
-        return RedisResponseCache(self.client, scheme, clock, ttl_seconds, self.codec)
+        shared = RedisResponseCache(self.client, scheme, clock, ttl_seconds, self.codec)
+        return NearCache(shared, clock, ttl_seconds, max_entries=max_entries)
 
     def robots_probe(self, scheme: str, probe: RobotsFetch, ttl_seconds: float) -> RobotsFetch:
         """
@@ -163,6 +166,17 @@ class RedisPolicy:
         if ttl_seconds <= 0:
             return probe
         return _SharedRobots(self.client, scheme, probe, ttl_seconds).fetch
+
+    def claim(self, name: str, seconds: float) -> Deferred[bool]:
+        """
+        The turn C{name} for the next C{seconds}: the first replica to ask
+        gets it (C{SET NX PX}), the others are told C{False} until it lapses.
+        """
+        key = self.client.key("turn", name)
+        milliseconds = max(1, int(seconds * 1000))
+        return self.client.call(
+            lambda redis: redis.set(key, b"1", nx=True, px=milliseconds)
+        ).addCallback(bool)
 
     def health(self) -> Deferred[dict[str, object]]:
         """Fire with whether Redis answers a PING within a second (never fails)."""
@@ -480,6 +494,78 @@ class RedisResponseCache:
         """Forget C{key}."""
         name = self._key(key)
         return self._client.call(lambda redis: redis.delete(name)).addCallback(lambda _: None)
+
+
+NEAR_SECONDS = 10.0
+"""How long a replica keeps its own copy of a shared cache entry."""
+
+
+@attrs.frozen
+class _Held:
+    """A shared entry held near: the value and when it was first stored."""
+
+    value: object
+    stored_at: float
+
+    @property
+    def weight(self) -> int:
+        return weight_of(self.value)
+
+
+@implementer(IResponseCache)
+@attrs.define
+class NearCache:
+    """
+    The shared cache, with a short-lived copy of each entry in this process.
+
+    A hit read from Redis (or a value stored here) is also kept in memory
+    for up to L{NEAR_SECONDS}, and never past its freshness in the shared
+    cache, so a page read over and over costs one Redis read per few
+    seconds, and this process's rendered windows of it (kept with the value
+    object) are reused.  A replica may thus answer from its own copy for a
+    few seconds after another replica refreshed the page; that copy is still
+    within the cache's freshness.
+
+    @ivar shared: The cache every replica shares.
+    @ivar ttl: Seconds an entry stays fresh (the shared cache's).
+    """
+
+    shared: RedisResponseCache
+    clock: IReactorTime
+    ttl: float
+    near_seconds: float = NEAR_SECONDS
+    max_entries: int = 1000
+    _near: ResponseCache = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._near = ResponseCache(self.clock, self.near_seconds, self.max_entries)
+
+    def get(self, key: str) -> tuple[object, float] | Deferred[tuple[object, float] | None] | None:
+        """C{(value, stored_at)} from the near copy at once, else from Redis."""
+        held = self._near.get(key)
+        if held is not None:
+            entry = held[0]
+            assert isinstance(entry, _Held)
+            if self.clock.seconds() - entry.stored_at < self.ttl:
+                return (entry.value, entry.stored_at)
+            self._near.discard(key)
+
+        def remember(found: tuple[object, float] | None) -> tuple[object, float] | None:
+            if found is not None:
+                self._near.put(key, _Held(*found))
+            return found
+
+        return self.shared.get(key).addCallback(remember)
+
+    def put(self, key: str, value: object) -> Deferred[float]:
+        """Store C{value} here and in Redis; fire with the time it was stored at."""
+        self._near.put(key, _Held(value, self.clock.seconds()))
+        return self.shared.put(key, value)
+
+    def discard(self, key: str) -> Deferred[None]:
+        """Forget C{key} here and in Redis."""
+        self._near.discard(key)
+        return self.shared.discard(key)
 
 
 @attrs.frozen
