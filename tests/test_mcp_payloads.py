@@ -258,7 +258,13 @@ def facts(schema: dict[str, Any]) -> dict[str, Any]:
             walk(sub, f"{path}.{key}")
         if "items" in node:
             walk(node["items"], f"{path}[]")
-        for branch in node.get("oneOf", ()):
+        branches = list(node.get("oneOf", ()))
+        while "if" in node:  # the new spelling of a union: if kind is ... then ... else ...
+            branches.append(node["then"])
+            node = node["else"]
+            if "if" not in node:
+                branches.append(node)
+        for branch in branches:
             kind = resolve(branch)["properties"]["kind"]["const"]
             walk(branch, f"{path}<{kind}>")
 

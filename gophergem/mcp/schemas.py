@@ -6,7 +6,9 @@ These pydantic models are the source of the tools' C{outputSchema}: the
 fetch results, the trust and identity listings and updates, and the error
 every tool may return.  Their JSON schemas are made cheaper for a client to
 check, with the same facts (L{_lean}): nullable fields as type lists, no
-titles, item schemas inline.
+titles, item schemas inline and bare (their descriptions said once, on the
+array), and a union of results told apart by C{kind} with C{if}/C{then}
+rather than C{oneOf} (L{_by_kind}).
 
 The server does not build these models when it starts: it publishes the
 schemas from C{output_schemas.json}, which L{gophergem.mcp.prebuilt}
@@ -52,15 +54,69 @@ def _lean(schema: dict[str, Any], handler: GetJsonSchemaHandler) -> dict[str, An
     inlined schema accepts exactly what the C{$ref} and C{null} did.
     """
     schema.pop("title", None)
+    _by_kind(schema)
     for name, prop in list(schema.get("properties", {}).items()):
         schema["properties"][name] = _lean_field(prop, handler)
     return schema
 
 
+def _by_kind(schema: dict[str, Any]) -> None:
+    """
+    Turn a union told apart by C{kind} (C{oneOf} with a C{discriminator})
+    into a chain of C{if}/C{then}/C{else}, in place: if C{kind} is the first
+    branch's, the first branch applies, else if it is the second's, the
+    second, and so on; the last branch applies to anything else.
+
+    Both accept the same results, as each branch requires its own C{kind}
+    constant.  A client's validator evaluates every C{oneOf} branch to make
+    sure only one matches (ajv with C{allErrors}, as the TypeScript SDK sets
+    it, builds every error of every other branch); here it reads C{kind}
+    and checks one branch.
+    """
+    branches = schema.get("oneOf")
+    discriminator = schema.get("discriminator")
+    if not isinstance(branches, list) or not isinstance(discriminator, dict):
+        return
+    if discriminator.get("propertyName") != "kind" or len(branches) < 2:
+        return
+    kind_of = {ref: kind for kind, ref in discriminator["mapping"].items()}
+    chain: dict[str, Any] = branches[-1]
+    for branch in reversed(branches[:-1]):
+        chain = {
+            "if": {"properties": {"kind": {"const": kind_of[branch["$ref"]]}}},
+            "then": branch,
+            "else": chain,
+        }
+    del schema["oneOf"], schema["discriminator"]
+    schema.update(chain)
+
+
+def _bare(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """
+    An array's item schema without C{description} and C{default} keywords
+    (in its nested object properties too), and those descriptions as
+    C{"name: text"} notes, for the array's own description: a validator
+    looks at every keyword of the item schema once per item.
+    """
+    notes: list[str] = []
+    bare = {key: value for key, value in schema.items() if key not in ("description", "default")}
+    properties = bare.get("properties")
+    if isinstance(properties, dict):
+        bare["properties"] = {}
+        for name, prop in properties.items():
+            description = prop.get("description")
+            if description:
+                notes.append(f"{name}: {description.rstrip('.')}")
+            bare["properties"][name], nested = _bare(prop)
+            notes.extend(f"{name}.{note}" for note in nested)
+    return bare, notes
+
+
 def _lean_field(prop: dict[str, Any], handler: GetJsonSchemaHandler) -> dict[str, Any]:
     """
     One property of L{_lean}: without titles, nullable as a C{type} list,
-    and the model of an array's items inlined (one C{$ref} less per item).
+    and the model of an array's items inlined (one C{$ref} less per item)
+    and bare (L{_bare}), or a union of them chained on C{kind} (L{_by_kind}).
     """
     prop = {key: value for key, value in prop.items() if key != "title"}
     branches = prop.get("anyOf")
@@ -79,7 +135,16 @@ def _lean_field(prop: dict[str, Any], handler: GetJsonSchemaHandler) -> dict[str
                 prop["enum"] = [*prop["enum"], None]
     items = prop.get("items")
     if isinstance(items, dict) and "$ref" in items:
-        prop["items"] = dict(handler.resolve_ref_schema(items))
+        model = handler.resolve_ref_schema(items)
+        items, notes = _bare(model)
+        about = [text for text in (prop.get("description"), model.get("description")) if text]
+        if notes:
+            about.append("Fields: " + "; ".join(notes) + ".")
+        prop["items"] = items
+        if about:
+            prop["description"] = " ".join(about)
+    elif isinstance(items, dict):
+        _by_kind(items)
     return prop
 
 
