@@ -660,6 +660,11 @@ class _HTTPParts:
             request_state_keys=keys,
             principals=principals,
         )
+        if policy is not None and hasattr(policy, "events"):
+            # Replicas tell each other's listeners what changed.
+            relay = policy.events()
+            relay.listen(server.hear)
+            server.relay = relay
         checks = None
         if policy is not None or config.database_url is not None:
             checks = _health_checks(state, policy)

@@ -87,6 +87,7 @@ VERIFIED_ELSEWHERE = {
     "RedisConcurrencyCap": "tests/test_state_redis.py",
     "RedisSlowDownBoard": "tests/test_state_redis.py",
     "RedisResponseCache": "tests/test_state_redis.py",
+    "NearCache": "tests/test_state_redis.py",
 }
 
 

@@ -209,3 +209,51 @@ def test_listeners_hear_only_their_principal(monkeypatch: pytest.MonkeyPatch) ->
     assert [type(e) for e in heard[ALICE]] == [ResourceUpdated]
     assert heard[BOB] == []
     assert [type(e) for e in heard[None]] == [ResourceUpdated]
+
+
+@attrs.define
+class Relay:
+    """Stands in for the replicas' channel: records, or fails."""
+
+    broken: bool = False
+    sent: list[dict[str, Any]] = attrs.field(factory=list)
+
+    def publish(self, message: dict[str, Any]) -> Any:
+        from twisted.internet.defer import fail, succeed
+
+        if self.broken:
+            return fail(RuntimeError("Redis is away"))
+        self.sent.append(message)
+        return succeed(1)
+
+
+def test_with_a_relay_every_replica_is_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    With replicas, an announcement goes to the relay (and reaches this
+    replica's listeners only when the relay brings it back); without the
+    relay, this replica's own listeners are still told.
+    """
+    caller = Caller(monkeypatch)
+    caller.principal = ALICE
+    server = build_server(MemoryNetwork().fetcher())
+    heard: list[object] = []
+    server.events.subscribe(heard.append)  # registered as Alice
+    relay = Relay()
+    server.relay = relay
+
+    async def body() -> None:
+        import asyncio
+
+        await server.announce("gophergem://feeds/updates")
+        assert relay.sent == [{"uri": "gophergem://feeds/updates", "principal": ALICE}]
+        assert heard == []
+        server.hear(relay.sent[0])
+        server.hear({"uri": 7, "principal": None})  # not an announcement: ignored
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert len(heard) == 1
+        relay.broken = True
+        await server.announce("gophergem://feeds/updates")
+        assert len(heard) == 2
+
+    run_with_network(MemoryNetwork(), body)

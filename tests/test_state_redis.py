@@ -418,6 +418,29 @@ def test_one_replica_takes_each_turn(redis_url: str) -> None:  # noqa: F811
     on_redis(redis_url, body)
 
 
+def test_announcements_reach_every_replica(redis_url: str) -> None:  # noqa: F811
+    """What one replica publishes, every listening replica hears, itself included."""
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        heard: dict[int, list[object]] = {0: [], 1: []}
+        for index, policy in enumerate(policies):
+            policy.events().listen(heard[index].append)
+        await asyncio.sleep(0.2)  # both subscribed
+        name = policies[0].client.key("events")
+        await wait(policies[0].client.call(lambda r: r.publish(name, b"not json")))
+        told = await wait(policies[1].events().publish({"uri": "u", "principal": None}))
+        assert told == 2
+        for _ in range(100):
+            if heard[0] and heard[1]:
+                break
+            await asyncio.sleep(0.02)
+        assert heard == {0: [{"uri": "u", "principal": None}], 1: [{"uri": "u", "principal": None}]}
+        for policy in policies:
+            await wait(policy.events().stop())
+
+    on_redis(redis_url, body)
+
+
 def test_cache_shared(redis_url: str) -> None:  # noqa: F811
     """
     What one replica caches the other reads; a discard forgets it in Redis

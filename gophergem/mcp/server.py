@@ -11,6 +11,7 @@ L{IFetcher} every tool calls.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -117,6 +118,9 @@ class GophergemServer(MCPServer[Any]):
         """Where a capsule's secret input is asked for (see L{gophergem.mcp.gemini_tools})."""
         self.principals: Principals | None = None
         """Each authenticated caller's fetcher and follower; C{None}: one for all."""
+        self._telling: set[asyncio.Task[None]] = set()
+        self.relay: Any = None
+        """Where announcements go to every replica (L{gophergem.state.redis.RedisEvents})."""
         # URI -> the sessions that subscribed to it (a session's request
         # context hands out a short-lived wrapper, so they are held strongly
         # and bounded; one that cannot be sent to any more is dropped).
@@ -143,25 +147,51 @@ class GophergemServer(MCPServer[Any]):
         sessions that sent C{resources/subscribe}, and the 2026-07-28
         listeners, through L{events}; only those of C{principal} (by default
         the principal of the call being served), since what changed is
-        theirs.
+        theirs.  With a C{relay} (replicas), every replica is told, this one
+        through the relay too; when the relay cannot be reached, this
+        replica's own clients are still told.
         """
         audience = current_principal() if principal is _CALLER else principal
         assert audience is None or isinstance(audience, str)
+        if self.relay is not None:
+            try:
+                await self.relay.publish({"uri": uri, "principal": audience}).asFuture(
+                    asyncio.get_running_loop()
+                )
+                return
+            except Exception:  # said in the log; at least our own clients hear it
+                pass
+        await self.tell(uri, audience)
+
+    async def tell(self, uri: str, principal: str | None) -> None:
+        """Tell this replica's clients of C{principal} watching C{uri} that it changed."""
         watchers = self._watchers.get(uri, [])
         for entry in list(watchers):
             owner, session = entry
-            if owner != audience:
+            if owner != principal:
                 continue
             try:
                 await session.send_resource_updated(uri)
             except Exception:  # a session gone away: it stops being told
                 if entry in watchers:
                     watchers.remove(entry)
-        token = _AUDIENCE.set(audience)
+        token = _AUDIENCE.set(principal)
         try:
             await self.events.publish(ResourceUpdated(uri=uri))
         finally:
             _AUDIENCE.reset(token)
+
+    def hear(self, message: dict[str, Any]) -> None:
+        """
+        An announcement from the relay (any replica's, this one's included):
+        tell this replica's clients, on the loop.
+        """
+        uri, principal = message.get("uri"), message.get("principal")
+        if not isinstance(uri, str) or not (principal is None or isinstance(principal, str)):
+            return
+        task = asyncio.get_running_loop().create_task(self.tell(uri, principal))
+        self._telling.add(task)  # held until done, as asyncio asks
+        task.add_done_callback(self._telling.discard)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

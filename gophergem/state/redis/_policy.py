@@ -57,6 +57,7 @@ from gophergem.policy.pacing import (
 from gophergem.policy.robots import RobotsFetch
 from gophergem.state.redis._client import RedisClient, run_bounded
 from gophergem.state.redis._codec import Cacheable, Unencodable, Unreadable, ValueCodec
+from gophergem.state.redis._events import RedisEvents
 from gophergem.state.redis._scripts import ACQUIRE, BOOK, LEFT, NOTE, RENEW, UNBOOK
 
 __all__ = [
@@ -93,6 +94,7 @@ class RedisPolicy:
     reactor: IReactorTime
     codec: ValueCodec
     lease_seconds: float = 30.0
+    _events: list[RedisEvents] = attrs.field(factory=list, init=False)
 
     @classmethod
     def connect(
@@ -193,9 +195,18 @@ class RedisPolicy:
             ok, down
         )
 
+    def events(self) -> RedisEvents:
+        """The channel on which the replicas announce changes to each other."""
+        if not self._events:
+            self._events.append(RedisEvents(self.client, "events"))
+        return self._events[0]
+
     def close(self) -> Deferred[None]:
-        """Close the connections."""
-        return self.client.close()
+        """Stop listening for announcements and close the connections."""
+        if not self._events:
+            return self.client.close()
+        events = self._events.pop()
+        return events.stop().addBoth(lambda _: self.client.close())
 
 
 @implementer(IHostPacer)
