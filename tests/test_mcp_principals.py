@@ -6,6 +6,7 @@ subscriptions, and is told only of changes to their own resources.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,40 @@ def test_with_a_relay_every_replica_is_told(monkeypatch: pytest.MonkeyPatch) -> 
         assert len(heard) == 2
 
     run_with_network(MemoryNetwork(), body)
+
+
+def test_the_updates_resource_is_the_readers_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gophergem://feeds/updates read by Alice shows her unread entries; Bob's shows none."""
+    caller = Caller(monkeypatch)
+    net, server, _ = capsule({"/": b"20 text/gemini\r\n# Log\n=> /a.gmi 2026-01-02 First\n"})
+    fetcher = net.fetcher(
+        gemini={"respect_robots_txt": False, "requests_per_minute": 0, "cache_enabled": False}
+    )
+    follower = Follower(fetcher, MemoryFeedStore())
+    mcp = build_server(
+        fetcher,
+        follower=follower,
+        principals=Principals(fetcher, _state(tmp_path), follower),
+    )
+
+    async def body() -> dict[str | None, Any]:
+        read: dict[str | None, Any] = {}
+        async with Client(mcp) as client:
+            caller.principal = ALICE
+            await client.call_tool("feed_subscribe", {"url": "gemini://localhost/"})
+            server.routes["/"] = b"20 text/gemini\r\n# Log\n=> /b.gmi 2026-02-03 Second\n"
+            await client.call_tool(
+                "feed_updates", {"url": "gemini://localhost/", "mark_read": False}
+            )
+            for principal in (ALICE, BOB, None):
+                caller.principal = principal
+                result = await client.read_resource("gophergem://feeds/updates")
+                read[principal] = json.loads(result.contents[0].text)
+        return read
+
+    read = run_with_network(net, body)
+    assert [e["title"] for e in read[ALICE]["entries"]] == ["Second"]
+    assert read[BOB]["entries"] == []
+    assert read[None]["entries"] == []
