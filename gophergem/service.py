@@ -56,6 +56,7 @@ __all__ = [
     "StateStartError",
     "TokenReloadService",
     "build_site",
+    "check_http_settings",
     "endpoint_security",
     "install_asyncio_reactor",
     "makeService",
@@ -397,6 +398,50 @@ def public_url(endpoint: str, config: Config) -> str:
             "(https://mcp.example.org/mcp) when authentication is configured."
         )
     return f"http://{host}:{port}/mcp"
+
+
+def check_http_settings(endpoint: str, config: Config) -> None:
+    """
+    Check, before anything starts, the HTTP settings that can only be
+    judged together or by reading a file: the public URL authentication
+    needs, the introspection client's id and secret, the request-state key
+    file, and the database key.
+
+    @raise ValueError: One line naming what is wrong (never a secret).
+    """
+    if (
+        config.auth_tokens_file is not None
+        or config.auth_issuer is not None
+        or config.auth_introspection_url is not None
+    ):
+        public_url(endpoint, config)
+    if config.auth_introspection_url is not None:
+        if (config.auth_client_id is None) != (config.auth_client_secret_file is None):
+            raise ValueError(
+                "GOPHERGEM_AUTH_CLIENT_ID and GOPHERGEM_AUTH_CLIENT_SECRET_FILE go together: "
+                "set both (or neither) for the introspection endpoint"
+            )
+        if config.auth_client_secret_file is not None:
+            from gophergem.auth.introspection import read_secret
+
+            read_secret(config.auth_client_secret_file)
+    if config.request_state_keys_file is not None:
+        from gophergem.errors import GophergemError
+        from gophergem.state.keys import read_key_ring
+
+        try:
+            read_key_ring(config.request_state_keys_file)
+        except GophergemError as error:
+            raise ValueError(f"GOPHERGEM_REQUEST_STATE_KEYS_FILE: {error.message}") from None
+    if config.database_url is not None and config.gemini.client_certs_enabled:
+        if config.database_key_file is None:
+            raise ValueError(
+                "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client identities' "
+                "private keys in the database (or set GEMINI_CLIENT_CERTS_ENABLED=false)"
+            )
+        from gophergem.state.postgres import load_database_key
+
+        load_database_key(config.database_key_file)
 
 
 class TokenReloadService(Service):

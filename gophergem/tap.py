@@ -108,13 +108,12 @@ class Options(usage.Options):
         _ensure_asyncio_reactor()
         if self["transport"] == "http":
             _check_endpoint(self["endpoint"])
-            if self["config"].auth_tokens_file is not None:
-                from gophergem.service import public_url
+            from gophergem.service import check_http_settings
 
-                try:
-                    public_url(self["endpoint"], self["config"])
-                except ValueError as exc:
-                    raise usage.UsageError(str(exc)) from None
+            try:
+                check_http_settings(self["endpoint"], self["config"])
+            except ValueError as exc:
+                raise usage.UsageError(str(exc)) from None
 
 
 def _twistd_options(options: usage.Options) -> Mapping[str, object] | None:

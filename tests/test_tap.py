@@ -53,6 +53,54 @@ def test_bad_options_are_usage_errors(argv: list[str]) -> None:
         tap.Options().parseOptions(argv)
 
 
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        ({"GOPHERGEM_REQUEST_STATE_KEYS_FILE": "/nonexistent/keys"}, "cannot read the key file"),
+        ({"GOPHERGEM_AUTH_ISSUER": "https://idp.example.org"}, "GOPHERGEM_PUBLIC_URL"),
+        (
+            {
+                "GOPHERGEM_AUTH_INTROSPECTION_URL": "https://idp.example.org/introspect",
+                "GOPHERGEM_AUTH_CLIENT_ID": "gophergem",
+                "GOPHERGEM_PUBLIC_URL": "https://mcp.example.org/mcp",
+            },
+            "go together",
+        ),
+        (
+            {
+                "GOPHERGEM_AUTH_INTROSPECTION_URL": "https://idp.example.org/introspect",
+                "GOPHERGEM_AUTH_CLIENT_ID": "gophergem",
+                "GOPHERGEM_AUTH_CLIENT_SECRET_FILE": "/nonexistent/secret",
+                "GOPHERGEM_PUBLIC_URL": "https://mcp.example.org/mcp",
+            },
+            "cannot be read",
+        ),
+        ({"GOPHERGEM_DATABASE_URL": "postgresql://gg:pw@127.0.0.1:1/db"}, "DATABASE_KEY_FILE"),
+        (
+            {
+                "GOPHERGEM_DATABASE_URL": "postgresql://gg:pw@127.0.0.1:1/db",
+                "GOPHERGEM_DATABASE_KEY_FILE": "/nonexistent/db.key",
+            },
+            "DATABASE_KEY_FILE",
+        ),
+    ],
+    ids=["keys-file", "issuer-no-url", "half-client", "secret-file", "no-db-key", "bad-db-key"],
+)
+def test_team_settings_are_checked_before_start(settings: dict[str, str], said: str) -> None:
+    """
+    Settings that only work together, or that name files, are checked when
+    the options are parsed: one line, before anything starts.
+    """
+    options = tap.Options()
+    options.environ = settings
+    with pytest.raises(usage.UsageError) as info:
+        options.parseOptions(["--transport", "http", "--endpoint", "tcp:8000:interface=0.0.0.0"])
+    message = str(info.value)
+    assert said in message
+    assert "\n" not in message
+    assert "pw" not in message
+
+
 def test_other_reactor_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a non-asyncio reactor already installed, the plugin gives a usage error."""
     monkeypatch.undo()
