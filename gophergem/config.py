@@ -503,8 +503,8 @@ SETTINGS: tuple[Setting, ...] = (
         "gophergem",
         "database_url",
         _database_url,
-        "Keep pins, identities and subscriptions in this PostgreSQL database "
-        "(postgresql://...); unset: files.",
+        "HTTP daemon and admin CLI: keep pins, identities and subscriptions in this "
+        "PostgreSQL database (postgresql://...); unset: files. stdio keeps its files.",
     ),
     Setting(
         "gophergem",
@@ -516,8 +516,8 @@ SETTINGS: tuple[Setting, ...] = (
         "gophergem",
         "redis_url",
         _redis_url,
-        "Share pacing, caps, the 44 board and caches through this Redis (redis://...); "
-        "unset: in process.",
+        "HTTP daemon: share pacing, caps, the 44 board and caches through this Redis "
+        "(redis://...); unset: in process. stdio keeps them in process.",
     ),
     Setting(
         "gophergem",

@@ -606,6 +606,11 @@ def makeService(
     if transport == "stdio":
         from gophergem.mcp.stdio import StdioMCPService
 
+        if config.database_url is not None or config.redis_url is not None:
+            Logger().info(
+                "stdio serves one person from this machine's files: "
+                "GOPHERGEM_DATABASE_URL and GOPHERGEM_REDIS_URL are for the HTTP daemon"
+            )
         fetcher = Fetcher.from_config(config, reactor, resolver)
         # Service.setServiceParent is unannotated in Twisted.
         stdio = StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config, early=early)
