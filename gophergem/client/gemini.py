@@ -5,10 +5,11 @@ L{gophergem.wire.gemini}.
 
 The request is written only once the handshake has completed and the trust
 decision has been committed (C{on_handshake}, which may answer later with a
-Deferred: the request waits for it), so a refused certificate, or a pin that
-could not be stored, never sees a request byte.  The header is parsed as it arrives (with its length
-capped), the body is buffered up to a byte cap, and one Deferred fires from
-C{connectionLost} with a L{GeminiResponse}.
+Deferred: the request waits for it), so a refused certificate, or a pin
+that could not be stored, never sees a request byte.  The header is parsed
+as it arrives (with its length capped), the body is buffered up to a byte
+cap, and one Deferred fires from C{connectionLost} with a
+L{GeminiResponse}.
 
 A body is never passed off as whole when it may not be: one that ended
 without TLS close_notify says C{no_close_notify} (a reset looks the same
