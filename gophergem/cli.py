@@ -679,17 +679,15 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
 
 
 def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """
+    C{gophergem trust import [PATH]}: gopher-mcp's pins into the pin store
+    the daemon uses (the pin file, or PostgreSQL on a team server).
+    """
     from pathlib import Path
 
-    from gophergem.trust.importing import import_gopher_mcp_pins
-    from gophergem.trust.paths import gopher_mcp_pin_paths, pin_store_path
-    from gophergem.trust.pins import FilePinStore
+    from gophergem.trust.importing import ImportReport, import_gopher_mcp_pins
+    from gophergem.trust.paths import gopher_mcp_pin_paths
 
-    if config.database_url is not None:
-        return _fail(
-            "trust import writes the pin file, not the database of a team server "
-            "(GOPHERGEM_DATABASE_URL): pin each host with gophergem trust pin instead."
-        )
     if args.path:
         source = Path(args.path)
     else:
@@ -698,24 +696,31 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str
             print("gophergem: no gopher-mcp tofu.json found; name its path.", file=sys.stderr)
             return 2
         source = found[0]
-    try:
-        store = FilePinStore(str(pin_store_path(config.gemini.tofu_storage_path, environ)))
-    except ValueError as error:
-        return _fail(str(error))
-    try:
-        report = import_gopher_mcp_pins(source, store, time.time())
-    except GophergemError as error:
-        print(f"gophergem: {error.message}", file=sys.stderr)
-        return 1
-    for pin in report.imported:
+    report: list[ImportReport] = []
+
+    async def use(state: Any, principal: str | None, reactor: Any) -> int:
+        store = state.pins(principal)
+        if store is None:
+            return _fail("Trust on first use is switched off (GEMINI_TOFU_ENABLED): no pins.")
+        try:
+            report.append(await import_gopher_mcp_pins(source, store, time.time()))
+        except InvalidRequest as error:
+            return _fail(error.message, 1)
+        return 0
+
+    status = _with_state(config, args, environ, use, identities=False)
+    if status or not report:
+        return status
+    done = report[0]
+    for pin in done.imported:
         print(f"imported  {pin.host}:{pin.port}  {pin.fingerprint}")
-    for skipped in report.skipped:
+    for skipped in done.skipped:
         print(f"skipped   {skipped.host}:{skipped.port}  {skipped.reason}")
-    for problem in report.problems:
+    for problem in done.problems:
         print(f"problem   {problem}")
     print(
-        f"{len(report.imported)} imported, {len(report.skipped)} skipped, "
-        f"{len(report.problems)} not understood."
+        f"{len(done.imported)} imported, {len(done.skipped)} skipped, "
+        f"{len(done.problems)} not understood."
     )
     return 0
 

@@ -136,14 +136,22 @@ def test_trust_principal_only_with_pins_per_principal(
     assert run(["trust", "list"], apart, capsys)[1] == "No pins.\n"
 
 
-def test_trust_import_refused(
+def test_trust_import_into_the_database(
     team: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """trust import writes only the pin file: on a team server it is refused (2), one line."""
+    """trust import on a team server puts gopher-mcp's pins into PostgreSQL, once."""
     source = tmp_path / "tofu-source.json"
-    source.write_text("{}")
-    status, _, err = run(["trust", "import", str(source)], team, capsys)
-    assert status == 2 and "gophergem trust pin" in one_line(err)
+    fingerprint = "ab" * 32
+    source.write_text(
+        json.dumps({"gem.example:1965": {"fingerprint": fingerprint, "first_seen": 1.0}})
+    )
+    status, out, err = run(["trust", "import", str(source)], team, capsys)
+    assert status == 0, err
+    assert "1 imported" in out
+    status, out, _ = run(["trust", "list"], team, capsys)
+    assert status == 0 and "gem.example" in out
+    status, out, _ = run(["trust", "import", str(source)], team, capsys)
+    assert status == 0 and "0 imported, 1 skipped" in out
 
 
 # --- identity ------------------------------------------------------------------------------

@@ -15,13 +15,23 @@ import attrs
 import pytest
 
 from gophergem.errors import InvalidRequest
+from gophergem.testing import DeferringStore
 from gophergem.trust import Pin
-from gophergem.trust.importing import ImportReport, SkippedPin, import_gopher_mcp_pins
+from gophergem.trust.importing import ImportReport, SkippedPin
+from gophergem.trust.importing import import_gopher_mcp_pins as importing
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
 
 NOW = 1_750_000_000.0
 HEX_A = "a1" * 32
 HEX_B = "b2" * 32
+
+
+def import_gopher_mcp_pins(path: Any, store: Any, now: float) -> ImportReport:
+    """The report of an import into a store that answers at once."""
+    reports: list[ImportReport] = []
+    importing(path, store, now).addCallback(reports.append)
+    (report,) = reports
+    return report
 
 
 def gopher_mcp_file(tmp_path: Path, entries: dict[str, Any]) -> Path:
@@ -221,14 +231,14 @@ def test_bad_file(tmp_path: Path, content: bytes, message: str) -> None:
     path.write_bytes(content)
     store = MemoryPinStore()
     with pytest.raises(InvalidRequest, match=message):
-        import_gopher_mcp_pins(path, store, NOW)
+        importing(path, store, NOW)
     assert store.all() == []
 
 
 def test_missing_file(tmp_path: Path) -> None:
     """A missing file is a clear error."""
     with pytest.raises(InvalidRequest, match="could not be read"):
-        import_gopher_mcp_pins(tmp_path / "absent.json", MemoryPinStore(), NOW)
+        importing(tmp_path / "absent.json", MemoryPinStore(), NOW)
 
 
 def test_empty_file_imports_nothing(tmp_path: Path) -> None:
@@ -246,3 +256,22 @@ def test_into_file_store(tmp_path: Path) -> None:
     assert again.imported == () and len(again.skipped) == 1
     (pin,) = FilePinStore(tmp_path / "gophergem" / "tofu.json").all()
     assert pin.spki == ""
+
+
+def test_into_a_store_that_answers_later(tmp_path: Path) -> None:
+    """A networked store (PostgreSQL) answers later: the report waits for every pin."""
+    from twisted.internet.task import Clock
+
+    path = gopher_mcp_file(
+        tmp_path, {"a.example:1965": entry("a.example"), "b.example:1965": entry("b.example")}
+    )
+    clock = Clock()
+    store = MemoryPinStore()
+    reports: list[ImportReport] = []
+    importing(path, DeferringStore(store, clock), NOW).addCallback(reports.append)
+    assert reports == []
+    clock.advance(0)
+    clock.advance(0)
+    (report,) = reports
+    assert sorted(p.host for p in report.imported) == ["a.example", "b.example"]
+    assert len(store.all()) == 2

@@ -28,9 +28,11 @@ import re
 from typing import Any
 
 import attrs
+from twisted.internet.defer import Deferred
 
 from gophergem.errors import InvalidRequest
 from gophergem.interfaces import IPinStore
+from gophergem.state import settle
 from gophergem.trust import Pin
 from gophergem.url import parse_host
 
@@ -145,21 +147,24 @@ def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def import_gopher_mcp_pins(
     path: str | os.PathLike[str], store: IPinStore, now: float
-) -> ImportReport:
+) -> Deferred[ImportReport]:
     """
     Add the pins of gopher-mcp's C{tofu.json} at C{path} to C{store}.
 
-    The whole file is read and checked first: a file that cannot be read,
-    is not JSON, or holds no usable entry at all raises and imports nothing.
-    Otherwise each usable entry is imported unless C{store} already has a pin
-    for its host and port (a different fingerprint is reported as skipped;
-    the existing pin stays).  Entries that cannot be understood are listed
-    in L{ImportReport.problems}.
+    The whole file is read and checked first, at once: a file that cannot
+    be read, is not JSON, or holds no usable entry at all raises and imports
+    nothing.  Otherwise each usable entry is imported unless C{store}
+    already has a pin for its host and port (a different fingerprint is
+    reported as skipped; the existing pin stays).  Entries that cannot be
+    understood are listed in L{ImportReport.problems}.  The store may answer
+    later (PostgreSQL): the report comes in a Deferred.
 
     @param now: The time to record for entries without C{first_seen}.
     @raise InvalidRequest: For a bad file; nothing was imported.
-    @raise gophergem.errors.CertificateStoreUnavailable: When C{store} fails;
-        the pins listed as imported before it did are kept.
+    @return: A Deferred firing with the report, or failing with the store's
+        error (L{gophergem.errors.CertificateStoreUnavailable},
+        L{gophergem.errors.StateUnavailable}); the pins imported before it
+        failed are kept.
     """
     document = _read(path)
     pins: list[Pin] = []
@@ -174,11 +179,15 @@ def import_gopher_mcp_pins(
             message=f"None of the {len(problems)} entries of the file is a gopher-mcp "
             "pin; nothing was imported.",
         )
+    return Deferred.fromCoroutine(_store_all(pins, tuple(problems), store))
 
+
+async def _store_all(pins: list[Pin], problems: tuple[str, ...], store: IPinStore) -> ImportReport:
     imported: list[Pin] = []
     skipped: list[SkippedPin] = []
     for pin in pins:
-        existing = store.put_new(pin)  # never replaces a pin, even a concurrent one
+        # put_new never replaces a pin, even one another process made meanwhile.
+        existing = await settle(store.put_new(pin))
         if existing is None:
             imported.append(pin)
             continue
@@ -192,4 +201,4 @@ def import_gopher_mcp_pins(
                 f"the file has {pin.fingerprint}, and the existing pin was kept"
             )
         skipped.append(SkippedPin(host=pin.host, port=pin.port, reason=reason))
-    return ImportReport(imported=tuple(imported), skipped=tuple(skipped), problems=tuple(problems))
+    return ImportReport(imported=tuple(imported), skipped=tuple(skipped), problems=problems)
