@@ -766,8 +766,7 @@ async def _open_state(
 
     @param identities: Whether the command uses client identities (then a
         database needs C{GOPHERGEM_DATABASE_KEY_FILE}).
-    @raise _Refusal: When the key is needed and not named, or the schema is
-        behind.
+    @raise _Refusal: When the schema is behind.
     @raise GophergemError: C{STATE_UNAVAILABLE} when the database cannot be
         reached.
     @raise ValueError: A setting that cannot be used (a bad path or key file).
@@ -778,38 +777,16 @@ async def _open_state(
         return FileState.from_config(config, environ)
     import logging
 
-    from gophergem.state.postgres import PostgresState, load_database_key
+    from gophergem.state.postgres import PostgresState, SchemaBehind
 
     # The driver's own warnings (a refused connection) would be lines besides
     # ours: they go to the log file, when there is one, and nowhere else.
     level = logging.getLogger().getEffectiveLevel() if config.log_file else logging.CRITICAL
     logging.getLogger("psycopg").setLevel(level)
-    key = None
-    if identities and config.gemini.client_certs_enabled:
-        if config.database_key_file is None:
-            raise _Refusal(
-                "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client "
-                "identities' private keys in the database."
-            )
-        key = load_database_key(config.database_key_file)
-    state = await PostgresState.connect(
-        config.database_url,
-        key=key,
-        timeout=config.state_timeout_seconds,
-        reactor=reactor,
-        pins_per_principal=config.pins_per_principal,
-        tofu_enabled=config.gemini.tofu_enabled,
-        identities_enabled=config.gemini.client_certs_enabled,
-    )
     try:
-        current = await state.schema_current()
-    except BaseException:
-        await state.close()
-        raise
-    if not current:
-        await state.close()
-        raise _Refusal("the database schema is behind this version: run gophergem db upgrade.", 1)
-    return state
+        return await PostgresState.from_config(config, reactor, identities=identities)
+    except SchemaBehind as behind:
+        raise _Refusal(f"{behind}.", 1) from None
 
 
 def _with_state(

@@ -868,30 +868,10 @@ class SharedStateService(MultiService):
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         state: Any
         if config.database_url is not None:
-            from gophergem.state.postgres import PostgresState, load_database_key
+            from gophergem.state.postgres import PostgresState
 
-            key = None
-            if config.gemini.client_certs_enabled:
-                if config.database_key_file is None:
-                    raise _StartError(
-                        "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client "
-                        "identities' private keys in the database"
-                    )
-                key = load_database_key(config.database_key_file)
-            state = await PostgresState.connect(
-                config.database_url,
-                key=key,
-                timeout=config.state_timeout_seconds,
-                reactor=reactor,
-                pins_per_principal=config.pins_per_principal,
-                tofu_enabled=config.gemini.tofu_enabled,
-                identities_enabled=config.gemini.client_certs_enabled,
-            )
+            state = await PostgresState.from_config(config, reactor)
             self._backends.append(state)
-            if not await state.schema_current():
-                raise _StartError(
-                    "the database schema is behind this version: run gophergem db upgrade"
-                )
         else:
             from gophergem.state.files import FileState
 
@@ -917,8 +897,9 @@ class SharedStateService(MultiService):
     def _one_line(self, error: BaseException) -> str:
         from gophergem.config import ConfigError
         from gophergem.errors import GophergemError
+        from gophergem.state import SchemaBehind
 
-        if isinstance(error, (_StartError, ListenError, ConfigError)):
+        if isinstance(error, (ListenError, ConfigError, SchemaBehind)):
             return str(error)
         if isinstance(error, GophergemError):
             return f"{error.code}: {error.message}"
@@ -958,7 +939,3 @@ class SharedStateService(MultiService):
 
 class StateStartError(Exception):
     """A replica could not reach its shared state; the message is one line."""
-
-
-class _StartError(Exception):
-    """A shared state that cannot start, said in one line."""

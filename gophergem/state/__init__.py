@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from twisted.internet.defer import Deferred, succeed
 
-__all__ = ["settle"]
+__all__ = ["SchemaBehind", "settle"]
 
 _T = TypeVar("_T")
 
@@ -32,3 +32,13 @@ def settle(value: _T | Deferred[_T]) -> Deferred[_T]:
     if isinstance(value, Deferred):
         return value
     return succeed(value)
+
+
+class SchemaBehind(Exception):
+    """
+    The shared database's schema is older than this version; the message is
+    one line saying what to run.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the database schema is behind this version: run gophergem db upgrade")

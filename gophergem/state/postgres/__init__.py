@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from twisted.internet.defer import Deferred
 
-from gophergem.config import ConfigError
+from gophergem.config import Config, ConfigError
+from gophergem.state import SchemaBehind
 from gophergem.state.postgres._feeds import PostgresFeedStore
 from gophergem.state.postgres._identities import PostgresIdentityStore
 from gophergem.state.postgres._pins import PostgresPinStore
@@ -44,6 +45,7 @@ __all__ = [
     "PostgresIdentityStore",
     "PostgresPinStore",
     "PostgresState",
+    "SchemaBehind",
     "load_database_key",
 ]
 
@@ -109,6 +111,55 @@ class PostgresState:
     tofu_enabled: bool = True
     identities_enabled: bool = True
     _stores: dict[tuple[str, str], Any] = attrs.field(factory=dict, init=False)
+
+    @classmethod
+    def from_config(
+        cls, config: Config, reactor: object, *, identities: bool = True
+    ) -> Deferred[PostgresState]:
+        """
+        The state C{config} names (C{GOPHERGEM_DATABASE_URL}), connected and
+        its schema checked: what the daemon and the admin commands open.
+
+        @param identities: Whether client identities are used (then, with
+            them switched on, the key file is required).
+        @raise ConfigError: When the key file is needed and not named, or
+            does not hold a key (at once, before connecting).
+        @return: A Deferred failing with L{StateUnavailable} when the
+            database cannot be reached, or L{SchemaBehind} (the pool closed).
+        """
+        if config.database_url is None:
+            raise ConfigError("GOPHERGEM_DATABASE_URL is not set")
+        key = None
+        if identities and config.gemini.client_certs_enabled:
+            if config.database_key_file is None:
+                raise ConfigError(
+                    "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client "
+                    "identities' private keys in the database"
+                )
+            key = load_database_key(config.database_key_file)
+        connecting = cls.connect(
+            config.database_url,
+            key=key,
+            timeout=config.state_timeout_seconds,
+            reactor=reactor,
+            pins_per_principal=config.pins_per_principal,
+            tofu_enabled=config.gemini.tofu_enabled,
+            identities_enabled=config.gemini.client_certs_enabled,
+        )
+
+        async def checked() -> PostgresState:
+            state = await connecting
+            try:
+                current = await state.schema_current()
+            except BaseException:
+                await state.close()
+                raise
+            if not current:
+                await state.close()
+                raise SchemaBehind()
+            return state
+
+        return Deferred.fromCoroutine(checked())
 
     @classmethod
     def connect(
