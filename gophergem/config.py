@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from urllib.parse import SplitResult
 
 __all__ = [
     "DEFAULT_BACKLOG",
@@ -172,28 +175,37 @@ def _path(text: str) -> str:
     return text
 
 
-def _public_url(text: str) -> str:
+def _split_url(text: str, *, plain: bool = False) -> tuple[str, SplitResult]:
     """
-    An absolute C{http://} or C{https://} URL with a host and no query or
-    fragment: the address clients use for the MCP endpoint.  A trailing
-    C{/} is dropped (the canonical form RFC 8707 resource indicators use).
+    C{text} stripped, and its parts; the port must be a number.  Unless
+    C{plain}, no spaces or control characters and no user or password.
     """
     from urllib.parse import urlsplit
 
     stripped = text.strip()
-    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in stripped):
+    if not plain and any(ord(c) < 0x21 or ord(c) == 0x7F for c in stripped):
         raise ValueError("must not contain spaces or control characters")
     try:
         parts = urlsplit(stripped)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
         raise ValueError("is not a URL") from None
+    if not plain and (parts.username is not None or parts.password is not None):
+        raise ValueError("must not name a user or password")
+    return stripped, parts
+
+
+def _public_url(text: str) -> str:
+    """
+    An absolute C{http://} or C{https://} URL with a host and no query or
+    fragment: the address clients use for the MCP endpoint.  A trailing
+    C{/} is dropped (the canonical form RFC 8707 resource indicators use).
+    """
+    stripped, parts = _split_url(text)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an http:// or https:// URL with a host")
     if parts.query or parts.fragment or "?" in stripped or "#" in stripped:
         raise ValueError("must have no query or fragment")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError("must not name a user or password")
     return stripped.rstrip("/")
 
 
@@ -202,16 +214,7 @@ def _https_or_loopback_url(text: str) -> str:
     An absolute C{https://} URL with a host (C{http://} only for a loopback
     host, as in tests), no user, password or fragment.
     """
-    from urllib.parse import urlsplit
-
-    stripped = text.strip()
-    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in stripped):
-        raise ValueError("must not contain spaces or control characters")
-    try:
-        parts = urlsplit(stripped)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise ValueError("is not a URL") from None
+    stripped, parts = _split_url(text)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an https:// URL with a host")
@@ -219,12 +222,11 @@ def _https_or_loopback_url(text: str) -> str:
         raise ValueError("must be https:// (http:// only for a loopback host)")
     if parts.fragment or "#" in stripped:
         raise ValueError("must have no fragment")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError("must not name a user or password")
     return stripped
 
 
 def _database_url(text: str) -> str:
+    # No port check: libpq URLs may name several hosts (h1:5432,h2:5432).
     from urllib.parse import urlsplit
 
     stripped = text.strip()
@@ -238,14 +240,7 @@ def _database_url(text: str) -> str:
 
 
 def _redis_url(text: str) -> str:
-    from urllib.parse import urlsplit
-
-    stripped = text.strip()
-    try:
-        parts = urlsplit(stripped)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise ValueError("is not a URL") from None
+    stripped, parts = _split_url(text, plain=True)
     if parts.scheme.lower() not in ("redis", "rediss", "unix"):
         raise ValueError("expected a redis://, rediss:// or unix:// URL")
     return stripped
