@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred, succeed
@@ -94,9 +95,7 @@ class FileState:
     pins_per_principal: bool = False
     tofu_enabled: bool = True
     identities_enabled: bool = True
-    _pins: dict[str | None, FilePinStore] = attrs.field(factory=dict, init=False)
-    _identities: dict[str | None, FileIdentityStore] = attrs.field(factory=dict, init=False)
-    _feeds: dict[str | None, FileFeedStore] = attrs.field(factory=dict, init=False)
+    _stores: dict[tuple[Path, str | None], Any] = attrs.field(factory=dict, init=False)
 
     @classmethod
     def from_config(cls, config: Config, environ: Mapping[str, str] | None = None) -> FileState:
@@ -112,6 +111,16 @@ class FileState:
             identities_enabled=gemini.client_certs_enabled,
         )
 
+    def _store(self, base: Path, principal: str | None, make: Callable[[str], Any]) -> Any:
+        """The store at C{base} for C{principal}, made (and its home claimed) on first use."""
+        store = self._stores.get((base, principal))
+        if store is None:
+            path = _beside(base, principal)
+            if principal is not None:
+                _claim(path, principal)
+            store = self._stores[base, principal] = make(str(path))
+        return store
+
     def pins(self, principal: str | None = None) -> IPinStore | None:
         """
         The pin store C{principal} uses: the shared one unless pins are kept
@@ -120,34 +129,19 @@ class FileState:
         if not self.tofu_enabled:
             return None
         owner = principal if self.pins_per_principal else None
-        store = self._pins.get(owner)
-        if store is None:
-            path = _beside(self.pins_path, owner)
-            if owner is not None:
-                _claim(path, owner)
-            store = self._pins[owner] = FilePinStore(str(path))
+        store: FilePinStore = self._store(self.pins_path, owner, FilePinStore)
         return store
 
     def identities(self, principal: str | None) -> IIdentityStore | None:
         """C{principal}'s identity store, or C{None} when identities are off."""
         if not self.identities_enabled:
             return None
-        store = self._identities.get(principal)
-        if store is None:
-            path = _beside(self.identities_dir, principal)
-            if principal is not None:
-                _claim(path, principal)
-            store = self._identities[principal] = FileIdentityStore(str(path))
+        store: FileIdentityStore = self._store(self.identities_dir, principal, FileIdentityStore)
         return store
 
     def feeds(self, principal: str | None) -> IFeedStore:
         """C{principal}'s subscription store."""
-        store = self._feeds.get(principal)
-        if store is None:
-            path = _beside(self.feeds_path, principal)
-            if principal is not None:
-                _claim(path, principal)
-            store = self._feeds[principal] = FileFeedStore(str(path))
+        store: FileFeedStore = self._store(self.feeds_path, principal, FileFeedStore)
         return store
 
     def feed_principals(self) -> Deferred[list[str | None]]:
