@@ -15,30 +15,18 @@ import pytest
 from mcp import Client
 from mcp.server.subscriptions import ResourceUpdated
 
-from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.feeds.store import MemoryFeedStore
 from gophergem.mcp import auth
 from gophergem.mcp.principals import Principals
 from gophergem.mcp.server import PrincipalBus, build_server
-from gophergem.state.files import FileState
 from gophergem.testing import MemoryNetwork
 from tests.mcp_helpers import run_with_network
 from tests.test_mcp_gemini import Asker, capsule, data, error_code
+from tests.test_state_files import file_state
 
 ALICE = "token:alice"
 BOB = "token:bob"
-
-
-def _state(tmp_path: Path, **kw: Any) -> FileState:
-    config = Config.from_mapping(
-        {
-            "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "tofu.json"),
-            "GEMINI_CLIENT_CERTS_STORAGE_PATH": str(tmp_path / "client_certs"),
-            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
-        }
-    )
-    return attrs.evolve(FileState.from_config(config, {}), **kw)
 
 
 class Caller:
@@ -54,7 +42,7 @@ def test_the_owner_gets_the_servers_own_fetcher_and_follower(tmp_path: Path) -> 
     net = MemoryNetwork()
     fetcher = net.fetcher()
     follower = Follower(fetcher, MemoryFeedStore())
-    principals = Principals(fetcher, _state(tmp_path), follower)
+    principals = Principals(fetcher, file_state(tmp_path), follower)
     assert principals.fetcher_for(None) is fetcher
     assert principals.follower_for(None) is follower
 
@@ -63,7 +51,7 @@ def test_a_principal_gets_their_own_stores_and_shares_the_rest(tmp_path: Path) -
     """Alice's view holds her identities and subscriptions; caches and pins are shared."""
     net = MemoryNetwork()
     fetcher = net.fetcher()
-    state = _state(tmp_path)
+    state = file_state(tmp_path)
     principals = Principals(fetcher, state, Follower(fetcher, MemoryFeedStore()))
     alice = principals.fetcher_for(ALICE)
     assert alice.identities is state.identities(ALICE)
@@ -80,7 +68,7 @@ def test_pins_per_principal(tmp_path: Path) -> None:
     """With pins kept per principal, a principal's view judges against their own pins."""
     net = MemoryNetwork()
     fetcher = net.fetcher()
-    state = _state(tmp_path, pins_per_principal=True)
+    state = file_state(tmp_path, pins_per_principal=True)
     alice = Principals(fetcher, state).fetcher_for(ALICE)
     assert alice.pins is state.pins(ALICE)
     assert alice.pins is not fetcher.pins
@@ -89,7 +77,7 @@ def test_pins_per_principal(tmp_path: Path) -> None:
 def test_views_are_bounded(tmp_path: Path) -> None:
     """The least recently used view goes when more principals call than are kept."""
     net = MemoryNetwork()
-    principals = Principals(net.fetcher(), _state(tmp_path), max_views=2)
+    principals = Principals(net.fetcher(), file_state(tmp_path), max_views=2)
     first = principals.fetcher_for("token:a")
     principals.fetcher_for("token:b")
     principals.fetcher_for("token:a")
@@ -116,7 +104,7 @@ def test_identities_belong_to_their_principal(
 
     server.routes["/app/"] = app
     fetcher = net.fetcher(gemini={"respect_robots_txt": False, "requests_per_minute": 0})
-    mcp = build_server(fetcher, principals=Principals(fetcher, _state(tmp_path)))
+    mcp = build_server(fetcher, principals=Principals(fetcher, file_state(tmp_path)))
     scope = "gemini://localhost/app/"
 
     async def body() -> dict[str, Any]:
@@ -162,7 +150,7 @@ def test_subscriptions_belong_to_their_principal(
     mcp = build_server(
         fetcher,
         follower=follower,
-        principals=Principals(fetcher, _state(tmp_path), follower),
+        principals=Principals(fetcher, file_state(tmp_path), follower),
     )
 
     async def body() -> dict[str, Any]:
@@ -273,7 +261,7 @@ def test_the_updates_resource_is_the_readers_own(
     mcp = build_server(
         fetcher,
         follower=follower,
-        principals=Principals(fetcher, _state(tmp_path), follower),
+        principals=Principals(fetcher, file_state(tmp_path), follower),
     )
 
     async def body() -> dict[str | None, Any]:

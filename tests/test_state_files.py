@@ -17,7 +17,8 @@ ALICE = "https://idp.example#alice"
 BOB = "https://idp.example#bob"
 
 
-def _state(tmp_path: Path, **kw: object) -> FileState:
+def file_state(tmp_path: Path, **kw: object) -> FileState:
+    """A FileState whose stores all live under C{tmp_path}."""
     config = Config.from_mapping(
         {
             "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "tofu.json"),
@@ -51,7 +52,7 @@ def test_principal_key_is_a_stable_hex_name() -> None:
 
 def test_the_owner_keeps_the_usual_files(tmp_path: Path) -> None:
     """The principal None uses the configured paths themselves."""
-    state = _state(tmp_path)
+    state = file_state(tmp_path)
     identities = state.identities(None)
     assert identities is not None
     assert Path(identities.directory) == tmp_path / "client_certs"  # type: ignore[attr-defined]
@@ -60,7 +61,7 @@ def test_the_owner_keeps_the_usual_files(tmp_path: Path) -> None:
 
 def test_identities_are_kept_apart(tmp_path: Path) -> None:
     """An identity Alice creates is not seen by Bob, nor by the owner."""
-    state = _state(tmp_path)
+    state = file_state(tmp_path)
     alice = state.identities(ALICE)
     assert alice is not None
     alice.create("capsule.example", 1965, "/", 1_700_000_000.0)
@@ -78,7 +79,7 @@ def test_identities_are_kept_apart(tmp_path: Path) -> None:
 
 def test_subscriptions_are_kept_apart(tmp_path: Path) -> None:
     """Alice's subscriptions are hers alone."""
-    state = _state(tmp_path)
+    state = file_state(tmp_path)
     state.feeds(ALICE).subscribe("gemini://a.example/", "A", "gemsub", [], 1.0)
     assert [s.url for s in state.feeds(ALICE).subscriptions()] == ["gemini://a.example/"]
     assert state.feeds(BOB).subscriptions() == []
@@ -87,7 +88,7 @@ def test_subscriptions_are_kept_apart(tmp_path: Path) -> None:
 
 def test_pins_are_shared_by_default(tmp_path: Path) -> None:
     """A pin made for one principal is the pin every principal sees."""
-    state = _state(tmp_path)
+    state = file_state(tmp_path)
     alice = state.pins(ALICE)
     assert alice is not None
     alice.put(_pin("capsule.example"))
@@ -99,7 +100,7 @@ def test_pins_are_shared_by_default(tmp_path: Path) -> None:
 
 def test_pins_per_principal_when_asked(tmp_path: Path) -> None:
     """With pins_per_principal, each principal pins on their own."""
-    state = _state(tmp_path, pins_per_principal=True)
+    state = file_state(tmp_path, pins_per_principal=True)
     alice = state.pins(ALICE)
     bob = state.pins(BOB)
     assert alice is not None and bob is not None
@@ -111,14 +112,14 @@ def test_pins_per_principal_when_asked(tmp_path: Path) -> None:
 
 def test_switched_off_stores_are_none(tmp_path: Path) -> None:
     """No pins with TOFU off, no identities with identities off."""
-    state = _state(tmp_path, tofu_enabled=False, identities_enabled=False)
+    state = file_state(tmp_path, tofu_enabled=False, identities_enabled=False)
     assert state.pins(ALICE) is None
     assert state.identities(ALICE) is None
 
 
 def test_feed_principals_lists_who_has_subscriptions(tmp_path: Path) -> None:
     """The owner first, then every principal whose store exists; junk is skipped."""
-    state = _state(tmp_path)
+    state = file_state(tmp_path)
     state.feeds(ALICE).subscribe("gemini://a.example/", None, "page", [], 1.0)
     state.feeds(BOB)  # made, but never written: no file yet
     junk = tmp_path / "feeds.json.principals" / "not-a-hash"
@@ -134,5 +135,5 @@ def test_feed_principals_lists_who_has_subscriptions(tmp_path: Path) -> None:
 def test_health_and_close_answer_at_once(tmp_path: Path, method: str) -> None:
     """Files need no connection: health is ok, close does nothing."""
     fired: list[object] = []
-    getattr(_state(tmp_path), method)().addCallback(fired.append)
+    getattr(file_state(tmp_path), method)().addCallback(fired.append)
     assert len(fired) == 1

@@ -187,15 +187,7 @@ def _replicas(
     env_one = daemon_env(tmp_path / "one", **shared)
     env_two = daemon_env(tmp_path / "two", **shared)
 
-    upgrade = subprocess.run(
-        [sys.executable, "-m", "gophergem", "db", "upgrade"],
-        env=env_one,
-        cwd=str(REPO_ROOT),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    upgrade = _run([sys.executable, "-m", "gophergem", "db", "upgrade"], env_one)
     assert upgrade.returncode == 0, upgrade.stderr
     assert "applied" in upgrade.stdout
 
@@ -409,8 +401,13 @@ def _kill_mid_batch(one: Any, two: Any, port: int, cert: CertPair, alice: str) -
 
 
 def _serve_until_exit(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return _run(serve_argv(unused_loopback_port()), env)
+
+
+def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run C{argv} to the end in the repository, its output captured as text."""
     return subprocess.run(
-        [*serve_argv(unused_loopback_port())],
+        argv,
         env=env,
         cwd=str(REPO_ROOT),
         capture_output=True,
@@ -498,15 +495,7 @@ def test_postgresql_outage_is_a_clear_error_and_heals(
             GEMINI_RESPECT_ROBOTS_TXT="false",
             GEMINI_REQUESTS_PER_MINUTE="0",
         )
-        upgrade = subprocess.run(
-            [sys.executable, "-m", "gophergem", "db", "upgrade"],
-            env=env,
-            cwd=str(REPO_ROOT),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        upgrade = _run([sys.executable, "-m", "gophergem", "db", "upgrade"], env)
         assert upgrade.returncode == 0, upgrade.stderr
         capsule = Capsule(unused_loopback_port(), gemini_certs.original)
         try:
