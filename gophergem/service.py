@@ -717,7 +717,7 @@ class _HTTPParts:
             server.relay = relay
         checks = None
         if policy is not None or config.database_url is not None:
-            checks = _health_checks(state, policy)
+            checks = _health_checks(state if config.database_url is not None else None, policy)
         site, resource = build_site(
             server,
             config,
