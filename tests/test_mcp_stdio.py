@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+import os
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import mcp_types as types
@@ -16,9 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet.defer import CancelledError, Deferred
-from twisted.internet.error import ConnectionDone
+from twisted.internet.error import ConnectionDone, ConnectionLost
+from twisted.internet.protocol import Protocol
 from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
+from twisted.internet.testing import MemoryReactor, StringTransport
 from twisted.logger import LogLevel, capturedLogs, formatEvent
 from twisted.python.failure import Failure
 
@@ -26,7 +28,7 @@ from gophergem.config import Config
 from gophergem.errors import FetchTimeout
 from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.server import build_server
-from gophergem.mcp.stdio import MessagePipe, StdioMCPProtocol, classify_line
+from gophergem.mcp.stdio import MessagePipe, StdioMCPProtocol, classify_line, write_through
 from gophergem.results import FetchFailure, RequestInfo
 from tests.mcp_helpers import network, run_with_network
 
@@ -604,3 +606,107 @@ def test_drain_setting(text: str, seconds: float) -> None:
     """GOPHERGEM_STDIO_DRAIN_SECONDS: 0 (the default) waits for every reply; else a limit."""
     assert Config().stdio_drain_seconds == 0
     assert Config.from_env({"GOPHERGEM_STDIO_DRAIN_SECONDS": text}).stdio_drain_seconds == seconds
+
+
+# --- replies written straight to an idle pipe --------------------------------------
+
+
+closed_by_test: set[int] = set()
+
+
+@pytest.fixture
+def piped_stdio() -> Iterator[tuple[Any, MemoryReactor, int]]:
+    """
+    A real C{StandardIO} on two pipes, driven by a memory reactor: the
+    standard output's writer, the reactor (whose C{getWriters} says whether
+    anything is queued) and the read end of the standard output.
+    """
+    from twisted.internet.stdio import StandardIO
+
+    closed_by_test.clear()
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    reactor = MemoryReactor()
+    stdio = StandardIO(Protocol(), stdin=stdin_r, stdout=stdout_w, reactor=reactor)
+    os.set_blocking(stdout_r, False)
+    try:
+        yield stdio, reactor, stdout_r
+    finally:
+        for fd in (stdin_r, stdin_w, stdout_r, stdout_w):
+            if fd not in closed_by_test:
+                os.close(fd)
+
+
+def _drain(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return b"".join(chunks)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def test_write_through_sends_at_once_on_an_idle_pipe(
+    piped_stdio: tuple[Any, MemoryReactor, int],
+) -> None:
+    """
+    The installed Twisted gets the fast path: a reply leaves without
+    waiting for the reactor, and nothing is left queued.
+    """
+    stdio, reactor, out = piped_stdio
+    write = write_through(stdio)
+    assert write != stdio.write
+    write(b'{"id":1}\n')
+    assert _drain(out) == b'{"id":1}\n'
+    assert reactor.getWriters() == []
+
+
+def test_write_through_keeps_order_when_the_pipe_fills(
+    piped_stdio: tuple[Any, MemoryReactor, int],
+) -> None:
+    """
+    What a full pipe does not take is queued, and later replies queue
+    behind it rather than overtaking it; the reactor then sends the rest
+    in order.
+    """
+    stdio, reactor, out = piped_stdio
+    write = write_through(stdio)
+    big = bytes(range(256)) * 2048  # 512 KiB: more than a pipe holds
+    write(big)
+    write(b"second\n")
+    assert reactor.getWriters() != []  # the rest waits for the reactor
+    received = _drain(out)
+    while reactor.getWriters():
+        (writer,) = reactor.getWriters()
+        writer.doWrite()
+        received += _drain(out)
+    assert received == big + b"second\n"
+    write(b"third\n")  # idle again: straight out
+    assert _drain(out) == b"third\n"
+    assert reactor.getWriters() == []
+
+
+def test_write_through_leaves_a_closed_pipe_to_the_transport(
+    piped_stdio: tuple[Any, MemoryReactor, int],
+) -> None:
+    """
+    Writing to a pipe whose reader is gone raises nothing here: the bytes
+    are queued, and the transport's next write turn meets the error and
+    hands the reactor the connection loss, as it always did.
+    """
+    stdio, reactor, out = piped_stdio
+    os.close(out)
+    closed_by_test.add(out)
+    write = write_through(stdio)
+    write(b"nobody reads this\n")
+    (writer,) = reactor.getWriters()
+    assert isinstance(writer.doWrite(), ConnectionLost)
+
+
+def test_write_through_falls_back_without_a_twisted_writer() -> None:
+    """A transport that is not Twisted's C{StandardIO} is written to as it is."""
+    transport = StringTransport()
+    assert write_through(transport) == transport.write

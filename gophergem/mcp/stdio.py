@@ -124,6 +124,51 @@ def classify_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
     return SessionMessage(message)
 
 
+def write_through(stdio: Any) -> Callable[[bytes], None]:
+    """
+    C{stdio.write} for a Twisted C{StandardIO}, but straight to the
+    descriptor while nothing is queued.
+
+    Twisted's C{FileDescriptor.write} always queues, then waits for the
+    reactor to report the descriptor writable: a poller registration, a turn
+    of the loop and a deregistration for every reply.  A reply to a client
+    that keeps up finds the pipe empty and can go out at once.  What the pipe
+    does not take (it is full, or the reply is larger than its room), and
+    every write while anything is queued or the writer is closing, goes
+    through C{stdio.write} as before, so bytes keep their order; errors (a
+    closed pipe) are left for the transport to meet and report as it always
+    has.
+
+    It reads the writer's queue, which Twisted does not publish: when the
+    writer does not look as expected, this is plain C{stdio.write}
+    (C{tests/test_mcp_stdio.py} checks that the installed Twisted gets the
+    fast path).
+    """
+    writer = getattr(stdio, "_writer", None)
+    needed = ("dataBuffer", "offset", "_tempDataLen", "writeSomeData", "connected")
+    if writer is None or not all(hasattr(writer, name) for name in needed):
+        write: Callable[[bytes], None] = stdio.write
+        return write
+
+    def write_now(data: bytes) -> None:
+        idle = (
+            writer.connected
+            and not writer.disconnecting
+            and not getattr(writer, "_writeDisconnecting", False)
+            and writer.offset == len(writer.dataBuffer)
+            and not writer._tempDataLen
+        )
+        if idle and data:
+            sent = writer.writeSomeData(data)
+            if isinstance(sent, int) and sent > 0:
+                if sent == len(data):
+                    return
+                data = data[sent:]
+        stdio.write(data)
+
+    return write_now
+
+
 class MessagePipe:
     """
     Drive one SDK server session from pushed lines; must run on an asyncio loop.
@@ -365,7 +410,7 @@ class StdioMCPProtocol(Protocol):
 
     def connectionMade(self) -> None:
         assert self.transport is not None
-        self._pipe = MessagePipe(self._server, self.transport.write)
+        self._pipe = MessagePipe(self._server, write_through(self.transport))
         self._pipe.start().addBoth(self._ended)
 
     def take_over(self, handover: Handover) -> None:
