@@ -221,13 +221,13 @@ def test_metadata_document() -> None:
 # --- the site ------------------------------------------------------------------------------------
 
 
-def site_with_auth(tokens_path: Path) -> Any:
-    verifier = TokenFileVerifier.from_path(str(tokens_path), URL)
+def authed_site(verifier: Any, auth: Any) -> Any:
+    """An offline server behind C{verifier}, as the daemon's site on loopback port 8000."""
     server = build_server(
         Fetcher.from_config(OFFLINE, MemoryReactorClock()),
         OFFLINE,
         token_verifier=verifier,
-        auth=auth_settings(URL),
+        auth=auth,
     )
     site, _ = service.build_site(
         server,
@@ -237,6 +237,10 @@ def site_with_auth(tokens_path: Path) -> Any:
         token_verifier=verifier,
     )
     return site
+
+
+def site_with_auth(tokens_path: Path) -> Any:
+    return authed_site(TokenFileVerifier.from_path(str(tokens_path), URL), auth_settings(URL))
 
 
 def exchange(site: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -460,21 +464,7 @@ def idp_site(agent: FakeAgent, tokens_path: Path | None = None) -> Any:
         TokenFileVerifier.from_path(str(tokens_path), URL) if tokens_path else None,
         provider(agent),
     )
-    auth = auth_settings(URL, issuer=ISSUER)
-    server = build_server(
-        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
-        OFFLINE,
-        token_verifier=verifier,
-        auth=auth,
-    )
-    site, _ = service.build_site(
-        server,
-        OFFLINE,
-        MemoryReactorClock(),
-        security=service.endpoint_security("tcp:8000:interface=127.0.0.1"),
-        token_verifier=verifier,
-    )
-    return site
+    return authed_site(verifier, auth_settings(URL, issuer=ISSUER))
 
 
 def bearer(token: str) -> dict[str, str]:
