@@ -60,6 +60,7 @@ GOPHER_MENU_TYPE = b"application/gopher; charset=utf-8"
 TEXT_TYPE = b"text/plain; charset=utf-8"
 JSON_TYPE = b"application/json"
 
+DESCRIPTION = "Gopher and Gemini for AI assistants, over MCP."
 AGENT = "/.well-known/agent"
 _HOST_HEADER = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.\-]+)(?::([0-9]{1,5}))?$")
 _SPACE = re.compile(r"\s+")
@@ -316,6 +317,15 @@ class AgentResource(Resource):
         task.add_done_callback(self._tasks.discard)
         return server.NOT_DONE_YET
 
+    def _about(self, endpoint: str) -> dict[str, Any]:
+        """What the server is and where it is: the head of the root's JSON."""
+        return {
+            "name": self._server.name,
+            "version": __version__,
+            "description": DESCRIPTION,
+            "mcp": {"url": endpoint, "transport": "streamable-http"},
+        }
+
     def _card(self, origin: tuple[str, str, int], as_json: bool) -> tuple[bytes, bytes]:
         """The root's minimum: what the server is, where, and that a token is needed."""
         scheme, host, port = origin
@@ -323,16 +333,13 @@ class AgentResource(Resource):
         if as_json:
             return JSON_TYPE, _json(
                 {
-                    "name": self._server.name,
-                    "version": __version__,
-                    "description": "Gopher and Gemini for AI assistants, over MCP.",
-                    "mcp": {"url": endpoint, "transport": "streamable-http"},
+                    **self._about(endpoint),
                     "authentication": "bearer",
                     "health": "/health",
                 }
             )
         menu = _Menu(host, port)
-        menu.info(f"gophergem {__version__}: Gopher and Gemini for AI assistants, over MCP.")
+        menu.info(f"gophergem {__version__}: {DESCRIPTION}")
         menu.item("h", "MCP endpoint (Streamable HTTP)", f"URL:{endpoint}")
         menu.info("The endpoint and the rest of this menu need a bearer token.")
         return GOPHER_MENU_TYPE, menu.render()
@@ -344,10 +351,7 @@ class AgentResource(Resource):
         if as_json:
             return JSON_TYPE, _json(
                 {
-                    "name": self._server.name,
-                    "version": __version__,
-                    "description": "Gopher and Gemini for AI assistants, over MCP.",
-                    "mcp": {"url": endpoint, "transport": "streamable-http"},
+                    **self._about(endpoint),
                     "tools": [
                         {
                             "name": t.name,
@@ -361,7 +365,7 @@ class AgentResource(Resource):
                 }
             )
         menu = _Menu(host, port)
-        menu.info(f"gophergem {__version__}: Gopher and Gemini for AI assistants, over MCP.")
+        menu.info(f"gophergem {__version__}: {DESCRIPTION}")
         menu.item("h", "MCP endpoint (Streamable HTTP)", f"URL:{endpoint}")
         for tool in tools:
             menu.item(
