@@ -128,19 +128,25 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+def loopback_env() -> dict[str, str]:
+    """L{_base_env}, with loopback hosts allowed, no pacing and no robots.txt."""
+    env = _base_env()
+    for proto in ("GOPHER", "GEMINI"):
+        env[f"{proto}_ALLOW_LOCAL_HOSTS"] = "true"
+        env[f"{proto}_REQUESTS_PER_MINUTE"] = "0"
+        env[f"{proto}_RESPECT_ROBOTS_TXT"] = "false"
+    return env
+
+
 def gophergem_params(tmp: str, name: str, **extra: str) -> StdioServerParameters:
     """gophergem over stdio, loopback allowed, no pacing, no robots.txt, own stores."""
-    env = _base_env()
+    env = loopback_env()
     env.update(
         GOPHERGEM_LOG_FILE=os.path.join(tmp, f"{name}.log"),
         GOPHER_MAX_RESPONSE_SIZE=str(MIB),
         GEMINI_TOFU_STORAGE_PATH=os.path.join(tmp, f"{name}-tofu"),
         GEMINI_CLIENT_CERTS_STORAGE_PATH=os.path.join(tmp, f"{name}-certs"),
     )
-    for proto in ("GOPHER", "GEMINI"):
-        env[f"{proto}_ALLOW_LOCAL_HOSTS"] = "true"
-        env[f"{proto}_REQUESTS_PER_MINUTE"] = "0"
-        env[f"{proto}_RESPECT_ROBOTS_TXT"] = "false"
     env.update(extra)
     return StdioServerParameters(
         command=sys.executable, args=["-m", "gophergem"], env=env, cwd=REPO_ROOT

@@ -58,6 +58,7 @@ for _path in (BENCH_DIR, REPO_ROOT):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from bench_gopher import loopback_env  # noqa: E402
 from servers import GopherServer  # noqa: E402
 from stdio_raw import run_footer  # noqa: E402
 
@@ -95,21 +96,10 @@ def free_port() -> int:
 
 def base_env(cap: int | None) -> dict[str, str]:
     """
-    The parent's environment without gophergem settings, plus the bench's
-    own; C{cap}, when given, is C{GOPHER_MAX_CONCURRENT_REQUESTS}.
+    The benchmark's environment (L{bench_gopher.loopback_env}); C{cap},
+    when given, is C{GOPHER_MAX_CONCURRENT_REQUESTS}.
     """
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GOPHER_", "GEMINI_", "GOPHERGEM_"))
-    }
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + path if path else "")
-    env["PYTHONUNBUFFERED"] = "1"
-    for proto in ("GOPHER", "GEMINI"):
-        env[f"{proto}_ALLOW_LOCAL_HOSTS"] = "true"
-        env[f"{proto}_REQUESTS_PER_MINUTE"] = "0"
-        env[f"{proto}_RESPECT_ROBOTS_TXT"] = "false"
+    env = loopback_env()
     if cap is not None:
         env["GOPHER_MAX_CONCURRENT_REQUESTS"] = str(cap)
     return env
