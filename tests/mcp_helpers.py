@@ -6,7 +6,8 @@ in-memory Gopher network is pumped on the same loop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from gophergem.testing import FakeGopherServer, MemoryNetwork
@@ -58,3 +59,22 @@ def run_with_network(net: MemoryNetwork, body: Callable[[], Awaitable[T]]) -> T:
 
 def structured(result: Any) -> dict[str, Any]:
     return result.structured_content  # type: ignore[no-any-return]
+
+
+@contextlib.asynccontextmanager
+async def bearer_session(url: str, token: str, mode: str, **options: Any) -> AsyncIterator[Any]:
+    """
+    An SDK client session on the Streamable HTTP endpoint at C{url}, in
+    C{mode} (an era), sending C{token} as its bearer token; C{options} go to
+    the SDK's C{Client}.
+    """
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with (
+        client,
+        Client(streamable_http_client(url, http_client=client), mode=mode, **options) as session,
+    ):
+        yield session

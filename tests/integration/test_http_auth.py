@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gophergem.auth.tokens import add_token
+from tests.mcp_helpers import bearer_session
 
 from .conftest import LOOPBACK, run_async
 from .test_http import daemon_env, http_get, running, serve_argv
@@ -52,9 +53,6 @@ def test_token_file_authentication(tmp_path: Path) -> None:
     metadata are open; a token added while running works at once; the
     daemon's output never shows a token.
     """
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     tokens = tmp_path / "tokens.json"
     token = add_token(tokens, "alice")
@@ -76,13 +74,7 @@ def test_token_file_authentication(tmp_path: Path) -> None:
             )
 
         async def listed(bearer: str, mode: str) -> set[str]:
-            client = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
-            async with (
-                client,
-                Client(
-                    streamable_http_client(daemon.url, http_client=client), mode=mode
-                ) as session,
-            ):
+            async with bearer_session(daemon.url, bearer, mode) as session:
                 return {t.name for t in (await session.list_tools()).tools}
 
         for mode in ("legacy", "2026-07-28"):

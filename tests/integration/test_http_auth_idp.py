@@ -23,6 +23,7 @@ import jwt
 import pytest
 
 from tests.idp_helpers import RSA_KEY, hs256_with_public_key, jwk_of, unsigned
+from tests.mcp_helpers import bearer_session
 
 from .conftest import LOOPBACK, run_async
 from .test_http import daemon_env, http_get, running, serve_argv
@@ -82,9 +83,6 @@ def test_jwt_from_a_loopback_identity_provider(tmp_path: Path) -> None:
     with a good JWT in both eras; wrong-audience, expired, none-alg and
     HS256-with-the-public-key tokens get 401; no token reaches the output.
     """
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     with identity_provider() as provider:
         issuer = f"http://{LOOPBACK}:{provider.server_address[1]}"
@@ -113,13 +111,7 @@ def test_jwt_from_a_loopback_identity_provider(tmp_path: Path) -> None:
             provider.down = False
 
             async def use(bearer: str, mode: str) -> tuple[set[str], Any]:
-                client = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
-                async with (
-                    client,
-                    Client(
-                        streamable_http_client(daemon.url, http_client=client), mode=mode
-                    ) as session,
-                ):
+                async with bearer_session(daemon.url, bearer, mode) as session:
                     names = {t.name for t in (await session.list_tools()).tools}
                     called = await session.call_tool("gemini_trust_list", {})
                     return names, called

@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from gophergem.auth.tokens import add_token
+from tests.mcp_helpers import bearer_session
 from tests.servers.redis import RedisServer, find_redis_server, start_rate
 
 from .conftest import LOOPBACK, run_async, unused_loopback_port
@@ -123,24 +124,15 @@ async def call(
     C{asks}, the client answers yes to any question (else it declares no
     elicitation at all).
     """
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async def accept(context: Any, params: Any) -> Any:
         from mcp_types import ElicitResult
 
         return ElicitResult(action="accept", content={"confirm": True})
 
-    client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    async with (
-        client,
-        Client(
-            streamable_http_client(daemon.url, http_client=client),
-            mode=ERA,
-            elicitation_callback=accept if asks else None,
-        ) as session,
-    ):
+    async with bearer_session(
+        daemon.url, token, ERA, elicitation_callback=accept if asks else None
+    ) as session:
         return await session.call_tool(name, arguments)
 
 
@@ -315,18 +307,13 @@ def _told_across(one: Any, two: Any, port: int, cert: CertPair, alice: str, bob:
     the principal it concerns, and no one else's.
     """
     import anyio
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     updates = "gophergem://feeds/updates"
     heard: dict[str, list[Any]] = {"alice": [], "bob": []}
 
     async def listening(who: str, token: str, ready: anyio.Event) -> None:
-        client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
         async with (
-            client,
-            Client(streamable_http_client(two.url, http_client=client), mode=ERA) as session,
+            bearer_session(two.url, token, ERA) as session,
             session.listen(resource_subscriptions=[updates]) as stream,
         ):
             ready.set()
