@@ -735,3 +735,14 @@ def test_id_as_link() -> None:
     assert urls(parse_xml_feed(GEMLOG, rss) or Feed("page", None, ())) == [
         "gopher://example.org/0/b"
     ]
+
+
+@pytest.mark.parametrize("next_url", ["\x1b", " ", "\u200b"])
+def test_entry_without_printable_title_or_url_is_untitled(next_url: str) -> None:
+    """
+    An item whose title and URL both sanitise to nothing is titled
+    "(untitled)", never the raw URL with its control characters.
+    """
+    item = MenuItem("0", "", b"", "", 0, next_url)
+    feed = parse_menu_feed("gopher://example.org/1/", [item], now=0.0)
+    assert [entry.title for entry in feed.entries] == ["(untitled)"]

@@ -157,8 +157,12 @@ def resolve_link(base: str, reference: str) -> str | None:
     return None
 
 
+#: The title of an entry whose own title and URL leave nothing printable.
+UNTITLED = "(untitled)"
+
+
 def _entry(url: str, title: str | None, published: str | None) -> Entry:
-    return Entry(url, clip_title(title or "") or clip_title(url) or url, published)
+    return Entry(url, clip_title(title or "") or clip_title(url) or UNTITLED, published)
 
 
 def _unique(entries: Iterable[Entry]) -> tuple[Entry, ...]:
