@@ -6,9 +6,21 @@ output model by the SDK (L{gophergem.mcp._tools.check_output}): the server
 skips that check in service, trusting what the tests prove here.
 """
 
+import os
+
+import pytest
+
 from gophergem.mcp import _tools
 
 # The throwaway servers' session fixtures (postgres_url, ...).
 pytest_plugins = ["tests.servers.postgres", "tests.servers.redis"]
 
 _tools.check_output = True
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """
+    Two workers a CPU for C{-n auto}: most of the suite's time is spent
+    waiting for real servers and subprocesses, not computing.
+    """
+    return 2 * (os.cpu_count() or 1)
