@@ -197,9 +197,15 @@ async def wait(d: Deferred[T]) -> T:
 
 @asynccontextmanager
 async def replicas(
-    url: str, count: int = 2, timeout: float = 2.0, **kwargs: Any
+    url: str, count: int = 2, timeout: float = 10.0, **kwargs: Any
 ) -> AsyncIterator[tuple[IReactorTime, list[RedisPolicy]]]:
-    """C{count} policies on one Redis, sharing a prefix no other test uses."""
+    """
+    C{count} policies on one Redis, sharing a prefix no other test uses.
+
+    Their calls may take C{timeout} seconds: generous, so that a busy
+    machine (the suite runs in parallel) is not mistaken for a Redis outage;
+    the tests of the bound itself pass their own.
+    """
     prefix = f"test-{uuid.uuid4().hex}:"
     with loop_reactor() as reactor:
         policies = [
