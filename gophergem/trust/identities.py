@@ -200,7 +200,8 @@ class FileIdentityStore:
     and only then adds the index entry, all under the index's exclusive
     lock: a crash can leave unindexed files (swept by the next L{create}),
     never an entry without its key.  L{remove} drops the entry under the
-    lock, then deletes the files.  Every method raises
+    lock, then deletes the files.  Reads take no lock and create nothing; a
+    reader that finds an identity's file gone looks at the index again.  Every method raises
     L{CertificateStoreUnavailable} when the store cannot be locked, read or
     written.
 
@@ -287,7 +288,7 @@ class FileIdentityStore:
         identity = _identity(identity)
         key = _key(identity.host, identity.port, identity.path)
 
-        def read(entries: dict[str, Any]) -> tuple[bytes, bytes]:
+        def entry_of(entries: dict[str, Any]) -> dict[str, Any]:
             entry = entries.get(key)
             if entry is None or entry["fingerprint"] != identity.fingerprint:
                 raise CertificateStoreUnavailable(
@@ -295,11 +296,31 @@ class FileIdentityStore:
                     next_step="List the identities again; it may have been removed or "
                     "replaced by another process.",
                 )
+            return dict(entry)
+
+        def read(entries: dict[str, Any]) -> tuple[bytes, bytes]:
+            entry = entry_of(entries)
             cert_pem = self._index.read_beside(entry["cert_file"])
             key_pem = self._index.read_beside(entry["key_file"])
             return cert_pem, key_pem
 
-        cert_pem, key_pem = self._index.view(read)
+        try:
+            cert_pem, key_pem = self._index.view(read)
+        except FileNotFoundError as e:
+            # Reads take no lock: another process may have removed the
+            # identity (entry first, then its files) since the index was read.
+            self._index.view(entry_of)
+            log.error(
+                "A file of {scope} in {path} is missing: {error}",
+                scope=_describe(identity.host, identity.port, identity.path),
+                path=os.fspath(self.directory),
+                error=str(e),
+            )
+            raise CertificateStoreUnavailable(
+                message="The client identity store has lost a file of that identity.",
+                next_step="Remove the identity and create a new one.",
+                path=e.filename if isinstance(e.filename, str) else None,
+            ) from e
         try:
             der = x509.load_pem_x509_certificate(cert_pem).public_bytes(serialization.Encoding.DER)
         except ValueError:
