@@ -150,6 +150,8 @@ class DocumentFile:
         message, C{next_step} and C{temporary} fields).
     @ivar foreign_next_step: The advice given when the file is valid JSON
         that gophergem did not write.
+    @ivar prepare: Called before the first change makes the directory, if
+        given (a principal's store writes whose it is); reads never call it.
     """
 
     path: Path = attrs.field(converter=Path)
@@ -162,6 +164,7 @@ class DocumentFile:
     poll_interval: float = LOCK_POLL_INTERVAL
     error: type[GophergemError] = CertificateStoreUnavailable
     foreign_next_step: str = _IMPORT_PINS
+    prepare: Callable[[], None] | None = None
     _swept: bool = attrs.field(default=False, init=False)
 
     @property
@@ -351,6 +354,8 @@ class DocumentFile:
     def _ensure_directory(self) -> None:
         directory = self.path.parent
         try:
+            if self.prepare is not None:
+                self.prepare()
             if not directory.is_dir():
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
                 os.chmod(directory, 0o700)  # mkdir's mode is subject to the umask

@@ -18,6 +18,7 @@ import datetime
 import os
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -207,10 +208,13 @@ class FileIdentityStore:
 
     @ivar directory: The store's directory, created (or tightened) to 0700.
     @ivar lock_timeout: Seconds to wait for another process's lock.
+    @ivar prepare: Called before the first change creates the store's
+        directory (see L{DocumentFile.prepare}).
     """
 
     directory: str | os.PathLike[str]
     lock_timeout: float = LOCK_TIMEOUT
+    prepare: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
     _index: DocumentFile = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -221,6 +225,7 @@ class FileIdentityStore:
             check=_check_entries,
             private_directory=True,
             lock_timeout=self.lock_timeout,
+            prepare=self.prepare,
         )
 
     def find(self, host: str, port: int, path: str) -> Identity | None:
