@@ -5,7 +5,8 @@ entries of it they have seen.
 
 L{FileFeedStore} keeps everything in one JSON document, on the same file
 machinery as the pin store (L{gophergem.trust._storage.DocumentFile}: a
-C{flock} per call, atomic replace, damaged files moved aside), so several
+C{flock} per change, atomic replace, lock-free reads that create nothing,
+a file that is not a valid store refused and left alone), so several
 gophergem processes can share it and a crash never tears it.
 L{MemoryFeedStore} keeps the same document in a dictionary, for tests and
 library users; both run the same operations on it, so they answer alike

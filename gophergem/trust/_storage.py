@@ -140,7 +140,7 @@ class DocumentFile:
     @ivar kind: The C{format} marker that says the file is ours.
     @ivar noun: What the store is, for messages ("certificate pin store").
     @ivar check: Validates the entries after parsing; raising C{ValueError},
-        C{TypeError} or C{KeyError} marks the document corrupt.
+        C{TypeError} or C{KeyError} marks the document damaged (refused).
     @ivar version: The format version written; a newer one is refused.
     @ivar private_directory: Keep the parent directory at mode 0700 even when
         it already existed (the identity store's own directory).
