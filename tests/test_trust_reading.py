@@ -269,3 +269,22 @@ def test_any_bytes_read_or_refused(store: str, data: st.DataObject) -> None:
                 # credentials of an identity the (valid) index lacks
                 assert e.path == str(path) or "no longer" in e.message
             assert _snapshot(root) == before
+
+
+@pytest.mark.parametrize("store", sorted(STORES))
+def test_read_under_a_file_is_empty(store: str, tmp_path: Path) -> None:
+    """
+    A store whose directory is a file holds nothing: a read is empty (as it
+    was before reads stopped locking) and leaves the file alone.
+    """
+    name, reads, _ = STORES[store]
+    blocker = _plant(tmp_path, "README.md", README)
+    before = _snapshot(tmp_path)
+    for read in reads(blocker / name):
+        try:
+            answer: Any = read()
+        except CertificateStoreUnavailable as e:  # credentials of an identity not there
+            assert "no longer" in e.message
+        else:
+            assert not answer
+    assert _snapshot(tmp_path) == before

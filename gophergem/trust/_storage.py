@@ -299,7 +299,9 @@ class DocumentFile:
     def _load(self) -> dict[str, Any]:
         try:
             raw = self.path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            # No file yet, or a parent that is a file: nothing is stored
+            # there (a change says what is wrong with the directory).
             return {}
         except IsADirectoryError:
             raise self._invalid("is a directory, not a file") from None
