@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._version import __version__
 from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
-from gophergem.errors import GophergemError, InvalidRequest, PinExists
+from gophergem.errors import GophergemError, InvalidRequest, NotPinned, PinExists
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
@@ -428,9 +428,9 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
     from gophergem._log import LogFileError, start_logging
 
     quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
-    if args.command in ("feeds", "db") and not config.log_file:
-        # Each problem is already one line of its own; the store's log lines
-        # (where a damaged file was moved) go to GOPHERGEM_LOG_FILE when set.
+    if args.command in ("feeds", "db", "trust", "identity") and not config.log_file:
+        # Each problem is already one line of its own, naming the file; the
+        # store's log lines go to GOPHERGEM_LOG_FILE when set.
         quiet = "CRITICAL"
     try:
         if args.command in ("fetch", "trust", "identity", "feeds", "db"):
@@ -682,6 +682,10 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str
     """
     C{gophergem trust import [PATH]}: gopher-mcp's pins into the pin store
     the daemon uses (the pin file, or PostgreSQL on a team server).
+
+    A file that is missing, unreadable or not a gopher-mcp pin file is a
+    usage error (status 2), as is finding none when no PATH is given; a pin
+    store that cannot take the pins is status 1.
     """
     from pathlib import Path
 
@@ -693,8 +697,9 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str
     else:
         found = [Path(p) for p in gopher_mcp_pin_paths(environ) if Path(p).is_file()]
         if not found:
-            print("gophergem: no gopher-mcp tofu.json found; name its path.", file=sys.stderr)
-            return 2
+            return _fail(
+                "trust import: no gopher-mcp tofu.json found in its usual places; name its path."
+            )
         source = found[0]
     report: list[ImportReport] = []
 
@@ -705,7 +710,7 @@ def _trust_import(config: Config, args: argparse.Namespace, environ: Mapping[str
         try:
             report.append(await import_gopher_mcp_pins(source, store, time.time()))
         except InvalidRequest as error:
-            return _fail(error.message, 1)
+            return _fail(f"trust import: {source}: {error.message}")
         return 0
 
     status = _with_state(config, args, environ, use, identities=False)
@@ -818,13 +823,13 @@ def _with_state(
         except _Refusal as refusal:
             return _fail(refusal.message, refusal.status)
         except GophergemError as error:
-            return _fail(f"{error.code}: {error.message}", 1)
+            return _fail(_error_line(error), 1)
         except ValueError as error:  # ConfigError too
             return _fail(str(error))
         try:
             return await use(state, principal, reactor)
         except GophergemError as error:
-            return _fail(f"{error.code}: {error.message}", 1)
+            return _fail(_error_line(error), 1)
         except ValueError as error:
             return _fail(str(error))
         except OSError as error:  # a principal's directory that cannot be made
@@ -887,6 +892,18 @@ def _terminal_yes(question: str) -> bool | None:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _error_line(error: GophergemError) -> str:
+    """
+    An error as one line for a person: C{CODE: message}, and for a file
+    store's error the file first and the advice after (the path a result
+    never names is the person's own here).
+    """
+    if error.path is None:
+        return f"{error.code}: {error.message}"
+    advice = f" {error.next_step}" if error.next_step else ""
+    return f"{error.path}: {error.code}: {error.message}{advice}"
+
+
 def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None = None) -> int:
     """Report a trust operation that did not happen: 2 for bad arguments, else 1."""
     status = 2 if isinstance(error, InvalidRequest) else 1
@@ -894,9 +911,13 @@ def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None =
         fields = error.fields()
         if hint:
             fields["next_step"] = hint
+        if error.path is not None:
+            fields["path"] = error.path
         print(json.dumps({"kind": "error", "error": fields}, indent=2, ensure_ascii=False))
         return status
-    return _fail(f"{error.code}: {error.message}" + (f" {hint}" if hint else ""), status)
+    if isinstance(error, NotPinned):
+        return _fail(error.message, status)  # the code would speak of a mismatch
+    return _fail(_error_line(error) + (f" {hint}" if hint else ""), status)
 
 
 def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> int:
@@ -985,7 +1006,7 @@ def _token(config: Config, args: argparse.Namespace) -> int:
     except InvalidRequest as error:
         return _fail(f"token {action}: {error.message}")
     except GophergemError as error:
-        return _fail(f"token {action}: {error.code}: {error.message}", 1)
+        return _fail(f"token {action}: {_error_line(error)}", 1)
     print(issued.token)
     sys.stdout.flush()
     note = (

@@ -41,6 +41,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidStatus",
     "NotFetchable",
+    "NotPinned",
     "NotSubscribed",
     "PermanentError",
     "PinExists",
@@ -66,6 +67,10 @@ class GophergemError(Exception):
     @ivar status: A protocol status number (Gemini), if any.
     @ivar temporary: Whether trying again later may succeed, if known.
     @ivar retry_after_seconds: How long to wait before trying again, if known.
+    @ivar path: The local file the failure is about, if any: for a person at
+        a terminal (the CLI names it).  Never part of a result, since a
+        store's location is the operator's business (L{fields} leaves it
+        out).
     """
 
     code: ClassVar[str] = "FETCH_ERROR"
@@ -76,6 +81,7 @@ class GophergemError(Exception):
     status: int | None = None
     temporary: bool | None = None
     retry_after_seconds: float | None = None
+    path: str | None = attrs.field(default=None, repr=False)
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -266,6 +272,15 @@ class FingerprintMismatch(GophergemError):
     """The fingerprint given does not match the stored one; nothing changed."""
 
     code = "FINGERPRINT_MISMATCH"
+
+
+class NotPinned(FingerprintMismatch):
+    """
+    A pin was to be removed from a host that has none; nothing changed.
+    The code stays C{FINGERPRINT_MISMATCH} (no fingerprint given can match
+    an absent pin, and the code is part of the compatible surface); the
+    class lets a caller say plainly that the host is not pinned.
+    """
 
 
 class UserDeclined(GophergemError):

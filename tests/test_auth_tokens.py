@@ -136,11 +136,23 @@ def test_bad_names(name: str, tmp_path: Path) -> None:
 
 
 def test_damaged_file_refused_by_the_operations(tmp_path: Path) -> None:
-    """A damaged file makes an operation fail with STATE_UNAVAILABLE (it is set aside)."""
+    """
+    A damaged file makes every operation fail with STATE_UNAVAILABLE naming
+    it, and is left as it is: a team's tokens are never set aside or
+    overwritten by an add, a remove or a list.
+    """
     path = tmp_path / "tokens.json"
     path.write_text("{not json")
-    with pytest.raises(FeedStoreUnavailable):
-        add_token(path, "alice")
+    for operation in (
+        lambda: add_token(path, "alice"),
+        lambda: remove_token(path, "alice"),
+        lambda: list_tokens(path),
+    ):
+        with pytest.raises(FeedStoreUnavailable) as caught:
+            operation()
+        assert caught.value.path == str(path)
+        assert path.read_text() == "{not json"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tokens.json", "tokens.json.lock"]
 
 
 def test_foreign_file_left_alone(tmp_path: Path) -> None:

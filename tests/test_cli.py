@@ -91,7 +91,10 @@ def test_trust_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_trust_import_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file that is not a gopher-mcp pin file is one clear line on stderr, exit 1."""
+    """
+    A file that is not a gopher-mcp pin file is one clear line on stderr, exit 2
+    (a usage error: the wrong file was named).
+    """
     source = tmp_path / "tofu.json"
     source.write_text("not json")
     status = main(
@@ -99,7 +102,7 @@ def test_trust_import_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
         environ={"GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "pins.json")},
     )
     captured = capsys.readouterr()
-    assert status == 1
+    assert status == 2
     assert captured.err.startswith("gophergem: ") and captured.out == ""
 
 

@@ -636,13 +636,13 @@ class TestFileFeedStore:
             "entry-not-object",
         ],
     )
-    def test_damaged_file_set_aside(
+    def test_damaged_file_refused_untouched(
         self, tmp_path: Path, events: LogEvents, content: bytes
     ) -> None:
         """
-        A damaged file is moved to feeds.json.corrupt-1 and logged with its
-        path; the call fails with STATE_UNAVAILABLE without naming the path,
-        and the next call starts empty.
+        A damaged file is refused with STATE_UNAVAILABLE by reads and writes
+        alike and left as it is: never moved aside, no lock file for a read.
+        The error carries the path in C{path}, never in its fields.
         """
         path = tmp_path / "feeds.json"
         path.write_bytes(content)
@@ -651,21 +651,14 @@ class TestFileFeedStore:
             store.subscriptions()
         assert caught.value.code == "STATE_UNAVAILABLE"
         assert "feed subscription store" in caught.value.message
+        assert caught.value.path == str(path)
         assert str(tmp_path) not in str(caught.value.fields())
-        assert (tmp_path / "feeds.json.corrupt-1").read_bytes() == content
-        assert not path.exists()
-        assert str(tmp_path / "feeds.json.corrupt-1") in events.text()
-        assert store.subscriptions() == []
-        assert store.subscribe(FEED, None, "page", [], T0)[1] is True
-
-    def test_damaged_file_set_aside_on_write(self, tmp_path: Path) -> None:
-        """A write meeting a damaged file sets it aside too, and writes nothing."""
-        path = tmp_path / "feeds.json"
-        path.write_text("broken")
+        assert [p.name for p in tmp_path.iterdir()] == ["feeds.json"]
         with pytest.raises(FeedStoreUnavailable):
-            FileFeedStore(path).subscribe(FEED, None, "page", [], T0)
-        assert (tmp_path / "feeds.json.corrupt-1").read_text() == "broken"
-        assert not path.exists()
+            store.subscribe(FEED, None, "page", [], T0)
+        assert path.read_bytes() == content
+        assert list(tmp_path.glob("*.corrupt-*")) == []
+        assert str(path) in events.text()
 
     @pytest.mark.parametrize(
         "document",
@@ -706,21 +699,18 @@ class TestFileFeedStore:
 
     def test_lock_timeout(self, tmp_path: Path) -> None:
         """
-        While another process holds the lock, calls give up after the timeout
-        with a temporary STATE_UNAVAILABLE; then they work.
+        While another process holds the lock, changes give up after the
+        timeout with a temporary STATE_UNAVAILABLE, then work; reads take no
+        lock and go on.
         """
         path = tmp_path / "feeds.json"
         store = FileFeedStore(path, lock_timeout=SHORT_WAIT)
         store.subscribe(FEED, None, "page", [], T0)
         with hold_lock(Path(str(path) + ".lock")):
-            calls: list[Callable[[], object]] = [
-                store.subscriptions,
-                lambda: store.record_check(FEED, [post(1)], T0),
-            ]
-            for call in calls:
-                with pytest.raises(FeedStoreUnavailable) as caught:
-                    call()
-                assert caught.value.temporary is True
+            assert [s.url for s in store.subscriptions()] == [FEED]
+            with pytest.raises(FeedStoreUnavailable) as caught:
+                store.record_check(FEED, [post(1)], T0)
+            assert caught.value.temporary is True
         assert len(store.record_check(FEED, [post(1)], T0)) == 1
 
     def test_unwritable_directory(self, tmp_path: Path) -> None:
@@ -748,7 +738,7 @@ class TestFileFeedStore:
     def test_any_file_content(self, content: bytes) -> None:
         """
         Whatever the file holds, a call either works or raises
-        FeedStoreUnavailable, and a damaged file is kept beside the store.
+        FeedStoreUnavailable, and a file it refuses is left as it was.
         """
         with tempfile.TemporaryDirectory() as directory:
             path = Path(directory) / "feeds.json"
@@ -759,9 +749,7 @@ class TestFileFeedStore:
                 store.subscribe(FEED, None, "page", [post(1)], T0)
                 store.record_check(FEED, [post(2)], T0)
             except FeedStoreUnavailable:
-                kept = path.read_bytes() if path.exists() else b""
-                aside = Path(str(path) + ".corrupt-1")
-                assert content in (kept, aside.read_bytes() if aside.exists() else b"")
+                assert path.read_bytes() == content
 
 
 # -- real processes ---------------------------------------------------------------------------

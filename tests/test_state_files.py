@@ -137,3 +137,21 @@ def test_health_and_close_answer_at_once(tmp_path: Path, method: str) -> None:
     fired: list[object] = []
     getattr(file_state(tmp_path), method)().addCallback(fired.append)
     assert len(fired) == 1
+
+
+def test_a_principals_reads_create_nothing(tmp_path: Path) -> None:
+    """
+    Reading a principal's stores (pins kept per principal, identities,
+    subscriptions) creates no directory and no PRINCIPAL file; the first
+    change claims the home.
+    """
+    state = attrs.evolve(file_state(tmp_path), pins_per_principal=True)
+    pins, identities = state.pins(ALICE), state.identities(ALICE)
+    assert pins is not None and identities is not None
+    assert pins.all() == [] and identities.all() == []
+    assert state.feeds(ALICE).subscriptions() == []
+    assert list(tmp_path.iterdir()) == []
+    state.feeds(ALICE).subscribe("gemini://a.example/", "A", "gemsub", [], 1.0)
+    home = tmp_path / "feeds.json.principals" / principal_key(ALICE)
+    assert (home / PRINCIPAL_FILE).read_text() == ALICE
+    assert state.feed_principals().result == [None, ALICE]

@@ -27,6 +27,7 @@ from zope.interface.verify import verifyObject
 from gophergem.errors import CertificateExists, CertificateStoreUnavailable
 from gophergem.interfaces import IIdentityStore
 from gophergem.trust import Identity, _storage
+from gophergem.trust._storage import DocumentFile
 from gophergem.trust.identities import (
     FileIdentityStore,
     MemoryIdentityStore,
@@ -363,15 +364,26 @@ class TestFileIdentityStore:
         assert store.credentials(kept)[0].startswith(b"-----BEGIN CERT")
 
     def test_damaged_index(self, tmp_path: Path) -> None:
-        """A damaged index is set aside; the call fails and the next starts empty."""
+        """
+        A damaged index is refused by reads and writes and left as it is (no
+        lock file for a read, nothing set aside); the error carries its path.
+        """
         directory = tmp_path / "client_certs"
         directory.mkdir()
-        (directory / "identities.json").write_text('{"format": "gophergem-identities", ')
+        index = directory / "identities.json"
+        index.write_text('{"format": "gophergem-identities", ')
         store = FileIdentityStore(directory)
-        with pytest.raises(CertificateStoreUnavailable):
+        with pytest.raises(CertificateStoreUnavailable) as caught:
             store.find(HOST, 1965, "/")
-        assert (directory / "identities.json.corrupt-1").exists()
-        assert store.all() == []
+        assert caught.value.path == str(index)
+        with pytest.raises(CertificateStoreUnavailable):
+            store.all()
+        assert [p.name for p in directory.iterdir()] == ["identities.json"]
+        with pytest.raises(CertificateStoreUnavailable):
+            store.create(HOST, 1965, "/", NOW)
+        assert index.read_text() == '{"format": "gophergem-identities", '
+        assert list(directory.glob("*.corrupt-*")) == []
+        assert list(directory.glob("*.pem")) == []
 
     @pytest.mark.parametrize("field", ["key_file", "cert_file"])
     def test_index_cannot_point_elsewhere(self, tmp_path: Path, field: str) -> None:
@@ -412,17 +424,43 @@ class TestFileIdentityStore:
         assert str(tmp_path) not in str(caught.value.fields())
 
     def test_lock_timeout(self, tmp_path: Path) -> None:
-        """While another process holds the index lock, find and create give up."""
+        """
+        While another process holds the index lock, create gives up; find
+        and credentials take no lock and go on.
+        """
         directory = tmp_path / "client_certs"
         store = FileIdentityStore(directory, lock_timeout=SHORT_WAIT)
-        store.create(HOST, 1965, "/", NOW)
+        created = store.create(HOST, 1965, "/", NOW)
         with hold_lock(directory / "identities.json.lock"):
-            with pytest.raises(CertificateStoreUnavailable):
-                store.find(HOST, 1965, "/")
+            assert store.find(HOST, 1965, "/") == created
+            assert store.credentials(created)[0].startswith(b"-----BEGIN CERTIFICATE")
             with pytest.raises(CertificateStoreUnavailable):
                 store.create(HOST, 1965, "/app/", NOW)
         assert len(list(directory.glob("*.pem"))) == 2
         assert store.find(HOST, 1965, "/x") is not None
+
+    def test_files_gone_under_a_reader(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """
+        Reads take no lock: when another process removes an identity between
+        the reader's look at the index and its read of the files, the reader
+        says the identity is gone (not that the store is damaged).
+        """
+        directory = tmp_path / "client_certs"
+        store = FileIdentityStore(directory)
+        created = store.create(HOST, 1965, "/", NOW)
+        other = FileIdentityStore(directory)
+        read_beside = DocumentFile.read_beside
+
+        def removed_meanwhile(self: DocumentFile, name: str) -> bytes:
+            other.remove(HOST, 1965, "/")
+            return read_beside(self, name)
+
+        monkeypatch.setattr(DocumentFile, "read_beside", removed_meanwhile)
+        with pytest.raises(CertificateStoreUnavailable) as caught:
+            store.credentials(created)
+        assert "no longer in the client identity store" in caught.value.message
 
     def test_nothing_read_for_a_missing_store(self, tmp_path: Path) -> None:
         """Looking up identities in a store never written creates nothing."""

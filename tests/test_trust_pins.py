@@ -341,37 +341,58 @@ class TestFilePinStore:
         ],
         ids=["truncated", "empty", "binary", "list", "no-version", "short-entry", "wrong-key"],
     )
-    def test_damaged_file_set_aside(
+    def test_damaged_file_refused_untouched(
         self, tmp_path: Path, events: LogEvents, content: bytes
     ) -> None:
         """
-        A damaged file is moved to tofu.json.corrupt-1 and logged with its path;
-        the call fails without naming the path, and the next call starts empty.
+        A damaged file is refused by reads and writes alike and left exactly
+        as it was (bytes, time, the directory): nothing is moved aside, no
+        lock file appears for a read.  The error says what is wrong and
+        carries the path in C{path}, never in the result's fields.
         """
         path = tmp_path / "tofu.json"
         path.write_bytes(content)
+        os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
         store = FilePinStore(path)
+        calls: list[Callable[[], object]] = [
+            lambda: store.get("gem.example", 1965),
+            store.all,
+            lambda: store.put(make_pin()),
+            lambda: store.put_new(make_pin()),
+            lambda: store.remove("gem.example", 1965),
+        ]
+        for call in calls:
+            with pytest.raises(CertificateStoreUnavailable) as caught:
+                call()
+            assert caught.value.code == "CERTIFICATE_STORE_UNAVAILABLE"
+            assert caught.value.path == str(path)
+            assert str(tmp_path) not in str(caught.value.fields())
+            assert "nothing was read or changed" in caught.value.message
+            assert path.read_bytes() == content
+            assert path.stat().st_mtime_ns == 1_600_000_000_000_000_000
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["tofu.json", "tofu.json.lock"]
+        assert str(path) in events.text()
+
+    def test_damaged_file_read_leaves_directory_alone(self, tmp_path: Path) -> None:
+        """A read of a damaged file creates nothing beside it: no lock, no copy."""
+        path = tmp_path / "tofu.json"
+        path.write_text("# README\n\nNot a pin store.\n")
         with pytest.raises(CertificateStoreUnavailable) as caught:
-            store.get("gem.example", 1965)
-        assert caught.value.code == "CERTIFICATE_STORE_UNAVAILABLE"
-        assert str(tmp_path) not in str(caught.value.fields())
-        assert (tmp_path / "tofu.json.corrupt-1").read_bytes() == content
-        assert not path.exists()
-        assert str(tmp_path / "tofu.json.corrupt-1") in events.text()
-        assert store.all() == []
+            FilePinStore(path).all()
+        assert "is not JSON" in caught.value.message
+        assert [p.name for p in tmp_path.iterdir()] == ["tofu.json"]
+
+    def test_repaired_after_moving_away(self, tmp_path: Path) -> None:
+        """Once the person moves the damaged file away, the store starts empty."""
+        path = tmp_path / "tofu.json"
+        path.write_text("broken")
+        store = FilePinStore(path)
+        with pytest.raises(CertificateStoreUnavailable):
+            store.put(make_pin())
+        path.rename(tmp_path / "kept")
         store.put(make_pin())
         assert store.all() == [make_pin()]
-
-    def test_damaged_again(self, tmp_path: Path) -> None:
-        """A second damaged file does not overwrite the first one set aside."""
-        path = tmp_path / "tofu.json"
-        store = FilePinStore(path)
-        for n in (1, 2):
-            path.write_text(f"broken {n}")
-            with pytest.raises(CertificateStoreUnavailable):
-                store.put(make_pin())
-        assert (tmp_path / "tofu.json.corrupt-1").read_text() == "broken 1"
-        assert (tmp_path / "tofu.json.corrupt-2").read_text() == "broken 2"
+        assert (tmp_path / "kept").read_text() == "broken"
 
     @pytest.mark.parametrize(
         "document",
@@ -413,27 +434,26 @@ class TestFilePinStore:
 
     def test_lock_timeout(self, tmp_path: Path, events: LogEvents) -> None:
         """
-        While another process holds the lock, reads and writes give up after the
-        timeout with a temporary CertificateStoreUnavailable; then they work.
+        While another process holds the lock, a write gives up after the
+        timeout with a temporary CertificateStoreUnavailable; then it works.
+        Reads take no lock: they go on reading the last complete document.
         """
         path = tmp_path / "tofu.json"
         store = FilePinStore(path, lock_timeout=SHORT_WAIT)
         store.put(make_pin())
         with hold_lock(Path(str(path) + ".lock")):
-            calls: list[Callable[[], object]] = [
-                lambda: store.get("gem.example", 1965),
-                lambda: store.put(make_pin()),
-            ]
-            for call in calls:
-                with pytest.raises(CertificateStoreUnavailable) as caught:
-                    call()
-                assert caught.value.temporary is True
-                assert str(tmp_path) not in str(caught.value.fields())
+            assert store.get("gem.example", 1965) == make_pin()
+            assert store.all() == [make_pin()]
+            with pytest.raises(CertificateStoreUnavailable) as caught:
+                store.put(make_pin("other.example"))
+            assert caught.value.temporary is True
+            assert str(tmp_path) not in str(caught.value.fields())
         assert str(path) in events.text()
-        assert store.get("gem.example", 1965) == make_pin()
+        store.put(make_pin("other.example"))
+        assert store.get("other.example", 1965) == make_pin("other.example")
 
-    def test_readers_share(self, tmp_path: Path) -> None:
-        """A reader holding the shared lock lets others read, but not write."""
+    def test_readers_take_no_lock(self, tmp_path: Path) -> None:
+        """A reader never holds the lock, so it never holds up a writer."""
         path = tmp_path / "tofu.json"
         store = FilePinStore(path, lock_timeout=SHORT_WAIT)
         store.put(make_pin())
@@ -448,7 +468,7 @@ class TestFilePinStore:
         store = FilePinStore(path, lock_timeout=0)
         store.put(make_pin())
         with hold_lock(Path(str(path) + ".lock")), pytest.raises(CertificateStoreUnavailable):
-            store.all()
+            store.put(make_pin("other.example"))
 
     def test_failed_write_keeps_old_file(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, events: LogEvents

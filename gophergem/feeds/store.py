@@ -5,7 +5,8 @@ entries of it they have seen.
 
 L{FileFeedStore} keeps everything in one JSON document, on the same file
 machinery as the pin store (L{gophergem.trust._storage.DocumentFile}: a
-C{flock} per call, atomic replace, damaged files moved aside), so several
+C{flock} per change, atomic replace, lock-free reads that create nothing,
+a file that is not a valid store refused and left alone), so several
 gophergem processes can share it and a crash never tears it.
 L{MemoryFeedStore} keeps the same document in a dictionary, for tests and
 library users; both run the same operations on it, so they answer alike
@@ -524,19 +525,23 @@ class FileFeedStore(_Operations):
     """
     Subscriptions in one JSON file, safe for several processes and for crashes.
 
-    Every call reads or changes the file under a lock, so processes sharing
-    the file see each other's changes at once and lose none.  Every method
-    raises L{FeedStoreUnavailable} when the file cannot be locked, read or
-    written; a damaged file is moved aside and the next call starts afresh
-    (see C{docs/stores.md}).
+    Every change is made under a lock and replaces the file whole, so
+    processes sharing the file see each other's changes at once and lose
+    none; a read takes no lock and creates nothing.  Every method raises
+    L{FeedStoreUnavailable} when the file cannot be locked, read or written,
+    or is not a valid feed store (which is left as it is; see
+    C{docs/stores.md}).
 
     @ivar path: The JSON file; its parent directory is created (mode 0700)
         when missing.
     @ivar lock_timeout: Seconds to wait for another process's lock.
+    @ivar prepare: Called before the first change creates the store's
+        directory (see L{DocumentFile.prepare}).
     """
 
     path: str | os.PathLike[str]
     lock_timeout: float = LOCK_TIMEOUT
+    prepare: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
     _file: DocumentFile = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -546,6 +551,7 @@ class FileFeedStore(_Operations):
             noun=_NOUN,
             check=_check_document,
             lock_timeout=self.lock_timeout,
+            prepare=self.prepare,
             error=FeedStoreUnavailable,
             foreign_next_step=_FOREIGN,
         )

@@ -28,6 +28,7 @@ database shared by every replica.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Mapping
@@ -111,14 +112,17 @@ class FileState:
             identities_enabled=gemini.client_certs_enabled,
         )
 
-    def _store(self, base: Path, principal: str | None, make: Callable[[str], Any]) -> Any:
-        """The store at C{base} for C{principal}, made (and its home claimed) on first use."""
+    def _store(self, base: Path, principal: str | None, make: Callable[..., Any]) -> Any:
+        """
+        The store at C{base} for C{principal}, made on first use.  A
+        principal's home is claimed (made, with its C{PRINCIPAL} file) by the
+        store's first change, never by a read: reading creates nothing.
+        """
         store = self._stores.get((base, principal))
         if store is None:
             path = _beside(base, principal)
-            if principal is not None:
-                _claim(path, principal)
-            store = self._stores[base, principal] = make(str(path))
+            prepare = None if principal is None else functools.partial(_claim, path, principal)
+            store = self._stores[base, principal] = make(str(path), prepare=prepare)
         return store
 
     def pins(self, principal: str | None = None) -> IPinStore | None:

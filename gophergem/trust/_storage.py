@@ -1,6 +1,6 @@
 # -*- test-case-name: tests.test_trust_pins -*-
 """
-The file machinery under both file stores: one JSON document in one file,
+The file machinery under the file stores: one JSON document in one file,
 shared safely by several processes and surviving crashes.
 
   - Every change takes an exclusive C{flock} on a sibling lock file
@@ -9,17 +9,24 @@ shared safely by several processes and surviving crashes.
     C{os.replace}s it over the old one and C{fsync}s the directory.  A change
     made by another process is never lost, and a crash leaves either the old
     document or the new one, never a torn one.
-  - Every read takes a shared lock.
+  - A read takes no lock and creates, moves and changes nothing (no lock
+    file, no directory): since every change replaces the file whole, a
+    reader sees either the document before a change or the one after it.
+    A store that does not exist yet reads as empty.
   - A lock that cannot be taken within L{LOCK_TIMEOUT} seconds (polled with
     C{LOCK_NB}, a bounded number of times) raises the store's error
     (L{CertificateStoreUnavailable} unless the store names another).
-  - A document that cannot be parsed is moved aside (C{<file>.corrupt-<n>}),
-    logged, and the call raises that error; the next call starts from an
-    empty store.  A valid JSON file that is not ours (say,
-    gopher-mcp's C{tofu.json}) and a document written by a newer format are
-    refused and left untouched.
+  - A file that is not a valid store (not JSON, not an object, a JSON file
+    gophergem did not write, a newer format, a malformed entry, a
+    directory, an unreadable file) is refused by reads and changes alike and
+    left exactly as it is: the error says what is wrong, and carries the
+    file's path in L{GophergemError.path} for a person at a terminal.  It is
+    never moved aside or overwritten: a damaged pin store that quietly
+    started afresh would re-arm blind trust for every host, and a damaged
+    token file would lock out the whole team.
 
-The path of a store goes to the log, never into an error message.
+The path of a store goes to the log and to C{error.path}, never into an
+error message (a message may reach a model; the path is the operator's).
 """
 
 from __future__ import annotations
@@ -63,6 +70,11 @@ _IMPORT_PINS = (
     "imported with `gophergem trust import PATH`."
 )
 
+_REPAIR = (
+    "Repair the file, or move it away so that gophergem starts an empty store "
+    "in its place; nothing else will touch it."
+)
+
 #: How long a store call waits for another process's lock, in seconds.  Store
 #: calls are synchronous (a pin decision is made inside a TLS callback), so
 #: this bounds how long a wedged peer can stall us.
@@ -72,10 +84,6 @@ LOCK_TIMEOUT = 3.0
 LOCK_POLL_INTERVAL = 0.05
 
 log = Logger(namespace="gophergem.trust")
-
-
-class _Corrupt(Exception):
-    """The document cannot be understood; it is moved aside."""
 
 
 def fsync_directory(directory: Path) -> None:
@@ -132,7 +140,7 @@ class DocumentFile:
     @ivar kind: The C{format} marker that says the file is ours.
     @ivar noun: What the store is, for messages ("certificate pin store").
     @ivar check: Validates the entries after parsing; raising C{ValueError},
-        C{TypeError} or C{KeyError} marks the document corrupt.
+        C{TypeError} or C{KeyError} marks the document damaged (refused).
     @ivar version: The format version written; a newer one is refused.
     @ivar private_directory: Keep the parent directory at mode 0700 even when
         it already existed (the identity store's own directory).
@@ -142,6 +150,8 @@ class DocumentFile:
         message, C{next_step} and C{temporary} fields).
     @ivar foreign_next_step: The advice given when the file is valid JSON
         that gophergem did not write.
+    @ivar prepare: Called before the first change makes the directory, if
+        given (a principal's store writes whose it is); reads never call it.
     """
 
     path: Path = attrs.field(converter=Path)
@@ -154,6 +164,7 @@ class DocumentFile:
     poll_interval: float = LOCK_POLL_INTERVAL
     error: type[GophergemError] = CertificateStoreUnavailable
     foreign_next_step: str = _IMPORT_PINS
+    prepare: Callable[[], None] | None = None
     _swept: bool = attrs.field(default=False, init=False)
 
     @property
@@ -167,43 +178,25 @@ class DocumentFile:
 
     def view(self, inspect: Callable[[dict[str, Any]], _T]) -> _T:
         """
-        Call C{inspect} with the current entries while holding a shared lock,
-        and return what it returns.  Files named by the entries stay put
-        while C{inspect} runs: every change waits for the lock.
+        Call C{inspect} with the current entries and return what it returns.
+
+        Nothing is locked, created or moved: the document read is the last
+        one a change completed.  Files named by the entries may be removed
+        by another process meanwhile; a caller reading them
+        (L{read_beside}) checks again when one is gone.
         """
-        if not self.path.parent.is_dir():
-            return inspect({})
-        corrupt: _Corrupt | None = None
-        with self._locked(exclusive=False):
-            try:
-                entries = self._load()
-            except _Corrupt as e:
-                corrupt = e
-            else:
-                return inspect(entries)
-        # Moving the file aside needs the exclusive lock; between the two a
-        # writer may have replaced it, so it is checked again there.
-        with self._locked(exclusive=True):
-            try:
-                entries = self._load()
-            except _Corrupt as e:
-                self._set_aside(e)
-                raise self._damaged() from corrupt
-            return inspect(entries)
+        return inspect(self._load())
 
     def update(self, change: Callable[[dict[str, Any]], _T]) -> _T:
         """
         Call C{change} with the current entries under the exclusive lock; if
         it altered them, write them back durably before the lock is released.
-        If C{change} raises, nothing is written.
+        If C{change} raises, nothing is written.  A file that is not a valid
+        store is refused, untouched.
         """
         self._ensure_directory()
-        with self._locked(exclusive=True):
-            try:
-                entries = self._load()
-            except _Corrupt as e:
-                self._set_aside(e)
-                raise self._damaged() from e
+        with self._locked():
+            entries = self._load()
             if not self._swept:
                 self._sweep_temporaries()
             before = _canonical(entries)
@@ -226,12 +219,19 @@ class DocumentFile:
                 noun=self.noun,
                 error=os.strerror(e.errno) if e.errno else str(e),
             )
-            raise self._unavailable("could not be written") from e
+            raise self._unavailable("could not be written", path=self.path.parent / name) from e
 
     def read_beside(self, name: str) -> bytes:
-        """Read a file next to the document; call from inside L{view}."""
+        """
+        Read a file next to the document; call from inside L{view}.
+
+        @raise FileNotFoundError: When it is not there (another process may
+            just have removed it with its entry).
+        """
         try:
             return (self.path.parent / name).read_bytes()
+        except FileNotFoundError:
+            raise
         except OSError as e:
             log.error(
                 "Could not read {file} of the {noun}: {error}",
@@ -239,12 +239,12 @@ class DocumentFile:
                 noun=self.noun,
                 error=os.strerror(e.errno) if e.errno else str(e),
             )
-            raise self._unavailable("could not be read") from e
+            raise self._unavailable("could not be read", path=self.path.parent / name) from e
 
     # -- locking ----------------------------------------------------------
 
     @contextlib.contextmanager
-    def _locked(self, *, exclusive: bool) -> Iterator[None]:
+    def _locked(self) -> Iterator[None]:
         if _fcntl is None:  # pragma: no cover - POSIX only
             log.error("File stores need POSIX file locks; {noun} unusable", noun=self.noun)
             raise self._unavailable("cannot be locked on this platform")
@@ -257,9 +257,9 @@ class DocumentFile:
                 noun=self.noun,
                 error=os.strerror(e.errno) if e.errno else str(e),
             )
-            raise self._unavailable("could not be locked") from e
+            raise self._unavailable("could not be locked", path=self.lock_path) from e
         try:
-            operation = (_fcntl.LOCK_EX if exclusive else _fcntl.LOCK_SH) | _fcntl.LOCK_NB
+            operation = _fcntl.LOCK_EX | _fcntl.LOCK_NB
             attempts = 1
             if self.lock_timeout > 0 and self.poll_interval > 0:
                 attempts += math.ceil(self.lock_timeout / self.poll_interval)
@@ -299,56 +299,44 @@ class DocumentFile:
     def _load(self) -> dict[str, Any]:
         try:
             raw = self.path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
+            # No file yet, or a parent that is a file: nothing is stored
+            # there (a change says what is wrong with the directory).
             return {}
+        except IsADirectoryError:
+            raise self._invalid("is a directory, not a file") from None
         except OSError as e:
-            log.error(
-                "Could not read the {noun} at {path}: {error}",
-                noun=self.noun,
-                path=str(self.path),
-                error=os.strerror(e.errno) if e.errno else str(e),
-            )
-            raise self._unavailable("could not be read") from e
+            raise self._invalid(
+                f"could not be read ({os.strerror(e.errno) if e.errno else e})",
+                next_step="Check the file's permissions and the setting that names it.",
+            ) from e
         try:
             document = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-        except (UnicodeDecodeError, ValueError) as e:
-            raise _Corrupt(f"not JSON ({e})") from None
-        if not isinstance(document, dict):
-            raise _Corrupt("not a JSON object")
-        if document.get("format") != self.kind:
-            log.error(
-                "{path} is not a {noun} (no format {kind!r}); leaving it alone",
-                path=str(self.path),
-                noun=self.noun,
-                kind=self.kind,
-            )
-            raise self._unavailable(
-                "is a file gophergem did not write",
+        except UnicodeDecodeError:
+            raise self._invalid("is not JSON (it is not UTF-8 text)") from None
+        except (ValueError, RecursionError) as e:
+            raise self._invalid(f"is not JSON ({e})") from None
+        if not isinstance(document, dict) or document.get("format") != self.kind:
+            raise self._invalid(
+                f'is a file gophergem did not write (no "format": "{self.kind}")',
                 next_step=self.foreign_next_step,
             )
         version = document.get("version")
         if type(version) is not int or version < 1:
-            raise _Corrupt("no valid format version")
+            raise self._invalid("is damaged: it has no valid format version")
         if version > self.version:
-            log.error(
-                "The {noun} at {path} has format version {found}; this gophergem reads "
-                "up to {known}",
-                noun=self.noun,
-                path=str(self.path),
-                found=version,
-                known=self.version,
-            )
-            raise self._unavailable(
-                "was written by a newer gophergem",
+            raise self._invalid(
+                f"was written by a newer gophergem (format version {version}; this one reads "
+                f"up to {self.version})",
                 next_step="Upgrade gophergem, or point it at another store.",
             )
         entries = document.get("entries")
         if not isinstance(entries, dict):
-            raise _Corrupt("no entries object")
+            raise self._invalid("is damaged: it has no entries object")
         try:
             self.check(entries)
-        except (ValueError, TypeError, KeyError) as e:
-            raise _Corrupt(f"bad entry ({e})") from None
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise self._invalid(f"is damaged: a bad entry ({e})") from None
         return entries
 
     def _write(self, entries: dict[str, Any]) -> None:
@@ -368,6 +356,8 @@ class DocumentFile:
     def _ensure_directory(self) -> None:
         directory = self.path.parent
         try:
+            if self.prepare is not None:
+                self.prepare()
             if not directory.is_dir():
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
                 os.chmod(directory, 0o700)  # mkdir's mode is subject to the umask
@@ -398,50 +388,34 @@ class DocumentFile:
                     with contextlib.suppress(OSError):
                         leftover.unlink()
 
-    def _set_aside(self, corrupt: _Corrupt) -> None:
-        n = 1
-        while True:
-            target = self.path.with_name(f"{self.path.name}.corrupt-{n}")
-            if not target.exists():
-                break
-            n += 1
-        try:
-            os.replace(self.path, target)
-            fsync_directory(self.path.parent)
-        except OSError as e:
-            log.error(
-                "The {noun} at {path} is damaged ({reason}) and could not be moved aside: {error}",
-                noun=self.noun,
-                path=str(self.path),
-                reason=str(corrupt),
-                error=os.strerror(e.errno) if e.errno else str(e),
-            )
-            return
-        log.error(
-            "The {noun} at {path} is damaged ({reason}); moved it to {target}; the "
-            "next call starts an empty store",
-            noun=self.noun,
-            path=str(self.path),
-            reason=str(corrupt),
-            target=str(target),
-        )
-
     # -- errors -------------------------------------------------------------
 
     def _unavailable(
-        self, what: str, *, temporary: bool = False, next_step: str | None = None
+        self,
+        what: str,
+        *,
+        temporary: bool = False,
+        next_step: str | None = None,
+        path: Path | None = None,
     ) -> GophergemError:
         return self.error(
             message=f"The {self.noun} {what}.",
             next_step=next_step or "Check the store's location and permissions (see the log).",
             temporary=temporary,
+            path=str(self.path if path is None else path),
         )
 
-    def _damaged(self) -> GophergemError:
+    def _invalid(self, what: str, *, next_step: str | None = None) -> GophergemError:
+        """The error for a file that cannot be used as the store; it is left alone."""
+        log.error(
+            "The {noun} at {path} {what}; it was left as it is",
+            noun=self.noun,
+            path=str(self.path),
+            what=what,
+        )
         return self.error(
-            message=f"The {self.noun} was damaged; it has been set aside and the next "
-            "call starts an empty store.",
-            next_step="The damaged file was kept beside the store (see the log) for "
-            "recovery; what it held is no longer trusted or used.",
-            temporary=True,
+            message=f"The {self.noun} {what}; nothing was read or changed.",
+            next_step=next_step or _REPAIR,
+            temporary=False,
+            path=str(self.path),
         )

@@ -18,6 +18,7 @@ import datetime
 import os
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -200,16 +201,20 @@ class FileIdentityStore:
     and only then adds the index entry, all under the index's exclusive
     lock: a crash can leave unindexed files (swept by the next L{create}),
     never an entry without its key.  L{remove} drops the entry under the
-    lock, then deletes the files.  Every method raises
+    lock, then deletes the files.  Reads take no lock and create nothing; a
+    reader that finds an identity's file gone looks at the index again.  Every method raises
     L{CertificateStoreUnavailable} when the store cannot be locked, read or
     written.
 
     @ivar directory: The store's directory, created (or tightened) to 0700.
     @ivar lock_timeout: Seconds to wait for another process's lock.
+    @ivar prepare: Called before the first change creates the store's
+        directory (see L{DocumentFile.prepare}).
     """
 
     directory: str | os.PathLike[str]
     lock_timeout: float = LOCK_TIMEOUT
+    prepare: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
     _index: DocumentFile = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -220,6 +225,7 @@ class FileIdentityStore:
             check=_check_entries,
             private_directory=True,
             lock_timeout=self.lock_timeout,
+            prepare=self.prepare,
         )
 
     def find(self, host: str, port: int, path: str) -> Identity | None:
@@ -287,7 +293,7 @@ class FileIdentityStore:
         identity = _identity(identity)
         key = _key(identity.host, identity.port, identity.path)
 
-        def read(entries: dict[str, Any]) -> tuple[bytes, bytes]:
+        def entry_of(entries: dict[str, Any]) -> dict[str, Any]:
             entry = entries.get(key)
             if entry is None or entry["fingerprint"] != identity.fingerprint:
                 raise CertificateStoreUnavailable(
@@ -295,11 +301,31 @@ class FileIdentityStore:
                     next_step="List the identities again; it may have been removed or "
                     "replaced by another process.",
                 )
+            return dict(entry)
+
+        def read(entries: dict[str, Any]) -> tuple[bytes, bytes]:
+            entry = entry_of(entries)
             cert_pem = self._index.read_beside(entry["cert_file"])
             key_pem = self._index.read_beside(entry["key_file"])
             return cert_pem, key_pem
 
-        cert_pem, key_pem = self._index.view(read)
+        try:
+            cert_pem, key_pem = self._index.view(read)
+        except FileNotFoundError as e:
+            # Reads take no lock: another process may have removed the
+            # identity (entry first, then its files) since the index was read.
+            self._index.view(entry_of)
+            log.error(
+                "A file of {scope} in {path} is missing: {error}",
+                scope=_describe(identity.host, identity.port, identity.path),
+                path=os.fspath(self.directory),
+                error=str(e),
+            )
+            raise CertificateStoreUnavailable(
+                message="The client identity store has lost a file of that identity.",
+                next_step="Remove the identity and create a new one.",
+                path=e.filename if isinstance(e.filename, str) else None,
+            ) from e
         try:
             der = x509.load_pem_x509_certificate(cert_pem).public_bytes(serialization.Encoding.DER)
         except ValueError:

@@ -22,6 +22,7 @@ from gophergem.errors import (
     ClientCertsDisabled,
     FingerprintMismatch,
     InvalidRequest,
+    NotPinned,
     PinExists,
     TofuDisabled,
 )
@@ -104,14 +105,19 @@ async def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerpri
     must be C{fingerprint}.  Lets a caller ask the user only about a removal
     that can happen.
 
-    @raise FingerprintMismatch: When no pin exists or it is another one.
+    @raise NotPinned: When the host has no pin (code C{FINGERPRINT_MISMATCH}).
+    @raise FingerprintMismatch: When its pin is another one.
     """
     store = _pins(store)
     host, port = check_host(host, port)
     wanted = _fingerprint(fingerprint)
     pinned = await settle(store.get(host, port))
     if pinned is None:
-        raise FingerprintMismatch(message=f"No certificate is pinned for {host}:{port}.")
+        raise NotPinned(
+            message=f"{format_host(host, port, 0)} is not pinned: there is no pin to remove, "
+            "and nothing was changed.",
+            next_step="List the pinned hosts with gemini_trust_list.",
+        )
     assert isinstance(pinned, Pin)
     if pinned.fingerprint != wanted:
         raise FingerprintMismatch(
@@ -126,8 +132,8 @@ async def remove_pin(store: IPinStore | None, host: Any, port: Any, fingerprint:
     """
     Remove the pin of C{host}:C{port}, which must be C{fingerprint}.
 
-    @raise FingerprintMismatch: When no pin exists or it is another one;
-        nothing changes.
+    @raise NotPinned: When the host has no pin; nothing changes.
+    @raise FingerprintMismatch: When its pin is another one; nothing changes.
     """
     pinned = await pin_to_remove(store, host, port, fingerprint)
     await settle(_pins(store).remove(pinned.host, pinned.port))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -86,20 +87,24 @@ class FilePinStore:
     """
     Pins in one JSON file, safe for several processes and for crashes.
 
-    Every call reads or changes the file under a lock, so two gophergem
-    processes sharing the file see each other's pins at once and never lose
-    one.  Every method raises
+    Every change is made under a lock and replaces the file whole, so two
+    gophergem processes sharing the file see each other's pins at once and
+    never lose one; a read takes no lock and creates nothing.  Every method
+    raises
     L{CertificateStoreUnavailable<gophergem.errors.CertificateStoreUnavailable>}
-    when the file cannot be locked, read or written; a damaged file is moved
-    aside (see C{docs/stores.md}).
+    when the file cannot be locked, read or written, or is not a valid pin
+    store (which is left as it is; see C{docs/stores.md}).
 
     @ivar path: The JSON file (C{tofu.json}); its parent directory is created
         with mode 0700 when missing.
     @ivar lock_timeout: Seconds to wait for another process's lock.
+    @ivar prepare: Called before the first change creates the store's
+        directory (see L{DocumentFile.prepare}).
     """
 
     path: str | os.PathLike[str]
     lock_timeout: float = LOCK_TIMEOUT
+    prepare: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
     _file: DocumentFile = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -109,6 +114,7 @@ class FilePinStore:
             noun=_NOUN,
             check=_check_entries,
             lock_timeout=self.lock_timeout,
+            prepare=self.prepare,
         )
 
     def get(self, host: str, port: int) -> Pin | None:
