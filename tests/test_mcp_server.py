@@ -5,7 +5,9 @@ which validates every structured result against the tool's output schema.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -175,7 +177,6 @@ def test_incomplete_results_keep_to_the_schema() -> None:
     the tools marked incomplete with their reason, valid against the output
     schemas, the reason kept in the compact text block.
     """
-    import asyncio
 
     from twisted.internet.protocol import Factory, Protocol
 
@@ -256,7 +257,7 @@ def test_tools_are_the_module_level_functions() -> None:
 
 
 def test_config_adds_the_policy_and_prompts() -> None:
-    """With a config the server also offers gophergem://policy and the two prompts."""
+    """With a config the server also offers gophergem://policy, the feeds and the prompts."""
     from gophergem.config import Config
 
     net, _ = network()
@@ -267,9 +268,69 @@ def test_config_adds_the_policy_and_prompts() -> None:
             return await client.list_resources(), await client.list_prompts()
 
     resources, prompts = run_with_network(net, body)
-    assert [str(r.uri) for r in resources.resources] == ["gophergem://policy"]
+    assert sorted(str(r.uri) for r in resources.resources) == [
+        "gophergem://feeds/updates",
+        "gophergem://policy",
+    ]
     assert {p.name for p in prompts.prompts} == {
         "explore_capsule",
         "summarize_gemlog",
         "whats_new",
     }
+
+
+def _stdio_names(method: str, key: str, field: str) -> list[str]:
+    """The names the stdio server lists (its recorded answers, which its snapshot tests check)."""
+    from gophergem.mcp import ready
+
+    recorded = json.loads((Path(ready.__file__).parent / ready.ANSWERS_FILE).read_text("utf-8"))
+    text = recorded["texts"][recorded["answers"][f"{method} 2025-11-25"]]
+    return sorted(str(item[field]) for item in json.loads(text)[key])
+
+
+def test_mounted_server_serves_the_whole_surface(tmp_path: Path) -> None:
+    """
+    The server the documented mounted.tac builds (C{build_server(fetcher,
+    config)}, nothing more) lists the same tools, resources and prompts as
+    C{gophergem} and C{gophergem serve}: the subscription tools and their
+    resource included.  C{feeds=False} is the documented way to leave
+    them out.
+    """
+    from twisted.internet.testing import MemoryReactorClock
+
+    from gophergem.config import Config
+    from gophergem.fetcher import Fetcher
+
+    config = Config.from_env(
+        {
+            "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "pins.json"),
+            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
+            "GEMINI_CLIENT_CERTS_STORAGE_PATH": str(tmp_path / "identities"),
+        }
+    )
+    fetcher = Fetcher.from_config(config, MemoryReactorClock(), environ={})
+
+    async def listed(server: Any) -> tuple[list[str], list[str], list[str]]:
+        async with Client(server, mode="legacy") as client:
+            tools = sorted(t.name for t in (await client.list_tools()).tools)
+            resources = sorted(str(r.uri) for r in (await client.list_resources()).resources)
+            prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
+            return tools, resources, prompts
+
+    tools, resources, prompts = asyncio.run(listed(build_server(fetcher, config)))
+    assert tools == _stdio_names("tools/list", "tools", "name")
+    assert len(tools) == 13
+    assert {"feed_list", "feed_subscribe", "feed_unsubscribe", "feed_updates"} <= set(tools)
+    assert resources == _stdio_names("resources/list", "resources", "uri")
+    assert "gophergem://feeds/updates" in resources
+    assert prompts == _stdio_names("prompts/list", "prompts", "name")
+    assert not list(tmp_path.iterdir())  # listing touches no store
+
+    fewer, resources, _ = asyncio.run(listed(build_server(fetcher, config, feeds=False)))
+    assert sorted(set(tools) - set(fewer)) == [
+        "feed_list",
+        "feed_subscribe",
+        "feed_unsubscribe",
+        "feed_updates",
+    ]
+    assert resources == ["gophergem://policy"]

@@ -220,6 +220,7 @@ def build_server(
     config: Config | None = None,
     *,
     follower: Follower | None = None,
+    feeds: bool = True,
     secret_input: Any = None,
     name: str = "gophergem",
     token_verifier: TokenVerifier | None = None,
@@ -230,10 +231,15 @@ def build_server(
     """
     Build the SDK server with gophergem's tools bound to C{fetcher}.
 
-    The Gemini tools are there when C{fetcher} fetches Gemini; with a
-    C{config}, so are the C{gophergem://policy} resource, the prompts and
-    C{smolweb_search}; with a C{follower}, the subscription tools and the
-    C{gophergem://feeds/updates} resource; with a C{secret_input} (see
+    With a C{config}, it serves all that C{gophergem serve} serves: the
+    Gopher tools; the Gemini, trust and identity tools when C{fetcher}
+    fetches Gemini; C{smolweb_search}, the C{gophergem://policy} resource
+    and the prompts; and the subscription tools with the
+    C{gophergem://feeds/updates} resource, kept by C{follower} or else
+    where C{config} says (L{Follower.from_config}).  C{feeds=False} leaves
+    the subscriptions out.  Without a C{config}, only the Gopher, Gemini,
+    trust and identity tools (and the subscriptions, with a C{follower}).
+    With a C{secret_input} (see
     L{gemini_tools.LoopbackSecretInput}), a capsule's sensitive input is
     asked for on a one-time page where the client supports URL-mode
     elicitation; with a C{token_verifier} and its C{auth} settings (both or
@@ -247,6 +253,10 @@ def build_server(
     The caller runs the server on the asyncio loop that Twisted's reactor
     also uses.
     """
+    if not feeds:
+        follower = None
+    elif follower is None and config is not None:
+        follower = Follower.from_config(fetcher, config)
     server = GophergemServer(
         fetcher,
         config=config,
