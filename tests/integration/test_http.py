@@ -208,7 +208,7 @@ def test_tools_and_a_gopher_fetch(daemon: Daemon, gopher_server: GopherServer, m
     async def body() -> None:
         async with Client(daemon.url, mode=mode) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert {"gopher_fetch", "gopher_batch_fetch"} <= tools
+            assert tools == DAEMON_TOOLS  # the same as the mounted example's
             result = await client.call_tool(
                 "gopher_fetch", {"url": root_url(gopher_server), "refresh": True}
             )
@@ -376,6 +376,24 @@ def docs_example(name: str) -> str:
     return match.group(1)
 
 
+DAEMON_TOOLS = {
+    "gopher_fetch",
+    "gopher_batch_fetch",
+    "gemini_fetch",
+    "gemini_batch_fetch",
+    "gemini_trust_list",
+    "gemini_trust_update",
+    "gemini_client_cert_list",
+    "gemini_client_cert_update",
+    "smolweb_search",
+    "feed_subscribe",
+    "feed_unsubscribe",
+    "feed_list",
+    "feed_updates",
+}
+"""The tools C{twistd gophergem --transport http} lists (as C{gophergem} does)."""
+
+
 def test_mounted_beside_another_resource(gopher_server: GopherServer, tmp_path: Path) -> None:
     """The documented example serves its own /hello and gophergem's /mcp from one Site."""
     from mcp import Client
@@ -398,6 +416,13 @@ def test_mounted_beside_another_resource(gopher_server: GopherServer, tmp_path: 
                         "gopher_fetch", {"url": root_url(gopher_server)}
                     )
                     assert tool_payload(result)["kind"] == "menu"
+                    # The whole surface, as the daemon's: the feeds included.
+                    tools = {t.name for t in (await client.list_tools()).tools}
+                    assert tools == DAEMON_TOOLS
+                    listed = await client.call_tool("feed_list", {})
+                    assert listed.is_error is False, listed
+                    resources = (await client.list_resources()).resources
+                    assert "gophergem://feeds/updates" in {str(r.uri) for r in resources}
 
         run_async(body, deadline=60)
         assert app.stopped_cleanly(), app.output()
