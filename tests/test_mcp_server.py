@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import jsonschema
+import pydantic
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from gophergem.mcp.server import build_server
+from gophergem.mcp.server import argument_errors, build_server
 from tests.mcp_helpers import network, run_with_network
 
 
@@ -334,3 +337,87 @@ def test_mounted_server_serves_the_whole_surface(tmp_path: Path) -> None:
         "feed_updates",
     ]
     assert resources == ["gophergem://policy"]
+
+
+# --- wrong arguments: one sentence each -------------------------------------------------
+
+
+def test_wrong_arguments_are_one_sentence_each() -> None:
+    """
+    Arguments the SDK's check refuses come back as an isError result of one
+    line: one sentence per wrong argument, nothing of pydantic's report.
+    """
+    net, _ = network()
+    server = build_server(net.fetcher())
+    calls = [
+        ("gopher_fetch", {"url": "gopher://g.example/", "offset": "x"}),
+        ("gopher_fetch", {}),
+        ("gopher_fetch", {"url": None, "search": 5, "refresh": "maybe", "offset": 1.5}),
+        ("gopher_batch_fetch", {"urls": [1, {"a": 1}, "gopher://g.example/"]}),
+        ("gemini_client_cert_update", {"url": "gemini://g.example/", "action": "nuke"}),
+    ]
+
+    async def body() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    texts = []
+    for result in run_with_network(net, body):
+        assert result.is_error is True
+        assert result.structured_content is None
+        (block,) = result.content
+        texts.append(block.text)
+    assert texts == [
+        "Invalid arguments for gopher_fetch: offset: must be an integer, got 'x'.",
+        "Invalid arguments for gopher_fetch: url: required.",
+        "Invalid arguments for gopher_fetch: url: must be a string, got null. "
+        "search: must be a string, got 5. offset: must be a whole number, got 1.5. "
+        "refresh: must be true or false, got 'maybe'.",
+        "Invalid arguments for gopher_batch_fetch: urls[0]: must be a string, got 1. "
+        "urls[1]: must be a string, got an object.",
+        "Invalid arguments for gemini_client_cert_update: "
+        "action: must be 'create' or 'remove', got 'nuke'.",
+    ]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=5,
+)
+
+
+class _Arguments(pydantic.BaseModel):
+    """Parameters shaped like the tools' (what the SDK's argument model checks)."""
+
+    url: str
+    offset: Annotated[int, pydantic.Field(ge=0)] = 0
+    refresh: bool = False
+    search: str | None = None
+    urls: Annotated[list[str], pydantic.Field(max_length=3)] = []
+    action: Literal["create", "remove"] = "create"
+    limit: float = 1.0
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from([*_Arguments.model_fields, "other"]), _JSON, max_size=5))
+def test_any_wrong_arguments_read_as_sentences(arguments: dict[str, Any]) -> None:
+    """Whatever JSON arrives: one line naming each wrong argument once, in sentences."""
+    try:
+        _Arguments.model_validate(arguments)
+    except pydantic.ValidationError as error:
+        text = argument_errors("some_tool", error)
+        wrong = {_top(problem["loc"]) for problem in error.errors()}
+    else:
+        return
+    assert "\n" not in text
+    assert text.startswith("Invalid arguments for some_tool: ")
+    assert text.endswith(".")
+    for marker in ("validation error", "type=", "pydantic", "input_value"):
+        assert marker not in text
+    for name in wrong:
+        assert f" {name}: " in text or f" {name}[" in text
+
+
+def _top(location: tuple[int | str, ...]) -> str:
+    return str(location[0]) if location else "arguments"
