@@ -318,6 +318,8 @@ def test_agent_gopher_exact(daemon: Daemon) -> None:
         lines[0][0] == f"igophergem {__version__}: Gopher and Gemini for AI assistants, over MCP."
     )
     assert lines[1] == ["hMCP endpoint (Streamable HTTP)", f"URL:{daemon.url}", *origin]
+    health = f"URL:http://{LOOPBACK}:{daemon.port}/health"
+    assert lines[2] == ["hHealth check (JSON)", health, *origin]
     tool_lines = [f[1] for f in lines if f[1].startswith("/.well-known/agent/tools/")]
     assert "/.well-known/agent/tools/gopher_fetch" in tool_lines
     assert ["0Policy (MCP resource gophergem://policy)", "/.well-known/agent/policy", *origin] in [
