@@ -28,7 +28,7 @@ from twisted.logger import ILogObserver
 from twisted.python import usage
 from twisted.python.components import Componentized
 
-from gophergem._log import observer_for
+from gophergem._log import log_through_twisted, observer_for
 from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
 
 __all__ = [
@@ -238,14 +238,19 @@ def makeService(options: Options) -> IService:
     Build the service tree for C{twistd gophergem} (or the C{.tac}).
 
     Under twistd, the tree also brings the log observer (see
-    L{twistd_log_observer}), and failing to listen ends the process with
-    one line when it runs in the foreground.
+    L{twistd_log_observer}), the standard library's logging (the SDK's)
+    goes through C{twisted.logger} at our level (see
+    L{gophergem._log.log_through_twisted}), and failing to listen ends the
+    process with one line when it runs in the foreground.
     """
     from gophergem.service import makeService as make
     from gophergem.service import reserve_stdout
 
     twistd = _twistd_options(options)
     observer = twistd_log_observer(options) if twistd is not None else None
+    if twistd is not None:
+        # Before the SDK's server is built: it would put a handler of its own on stderr.
+        log_through_twisted(options["config"].log_level)
     stdout_fd = reserve_stdout() if options["transport"] == "stdio" else 1
     top = make(
         options["config"],

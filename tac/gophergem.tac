@@ -14,7 +14,7 @@ from twisted.application.service import Application
 from twisted.logger import ILogObserver
 from twisted.python.usage import UsageError
 
-from gophergem._log import observer_for
+from gophergem._log import log_through_twisted, observer_for
 from gophergem.tap import exit_on_listen_error, makeService, options_from_env
 
 
@@ -38,6 +38,7 @@ except OSError as error:
     refuse(f"GOPHERGEM_LOG_FILE={config.log_file!r}: cannot write to it ({reason}).")
 application = Application("gophergem")
 application.setComponent(ILogObserver, observer_for(log_stream, config.log_level))
+log_through_twisted(config.log_level)  # the SDK's log lines too, at our level
 top = makeService(options)
 exit_on_listen_error(top)  # a port in use: one line, exit status 2
 top.setServiceParent(application)

@@ -33,6 +33,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from gophergem._log import log_through_twisted
 from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
@@ -345,8 +346,13 @@ def build_server(
     their own client identities and subscriptions (see
     L{gophergem.mcp.principals}).
     The caller runs the server on the asyncio loop that Twisted's reactor
-    also uses.
+    also uses.  The SDK's log records go through C{twisted.logger} (at the
+    C{config}'s level) unless the program set up the standard library's
+    logging itself (see L{gophergem._log.log_through_twisted}).
     """
+    # Before the SDK's server is made: in a program that set up no logging,
+    # it would put a handler of its own on stderr.
+    log_through_twisted(config.log_level if config is not None else None, unless_configured=True)
     if not feeds:
         follower = None
     elif follower is None and config is not None:
