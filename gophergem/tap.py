@@ -17,6 +17,7 @@ C{--logfile} say otherwise (see L{twistd_log_observer}).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -33,6 +34,7 @@ from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
 
 __all__ = [
     "Options",
+    "exit_if_cannot_listen",
     "exit_on_listen_error",
     "makeService",
     "options_from_env",
@@ -247,6 +249,9 @@ def makeService(options: Options) -> IService:
     from gophergem.service import reserve_stdout
 
     twistd = _twistd_options(options)
+    if twistd is not None and options["transport"] == "http":
+        # Before twistd daemonizes: the one line comes from the process started.
+        exit_if_cannot_listen(options["endpoint"])
     observer = twistd_log_observer(options) if twistd is not None else None
     if twistd is not None:
         # Before the SDK's server is built: it would put a handler of its own on stderr.
@@ -264,9 +269,34 @@ def makeService(options: Options) -> IService:
     if options["transport"] == "http":
         # A daemon reports start-up errors through twistd's status pipe.
         exit_on_listen_error(top, bool(twistd["nodaemon"]))
+        if not twistd["nodaemon"]:
+            with contextlib.suppress(KeyError):
+                top.getServiceNamed("http").daemonized = True
     root = _TwistdRoot(observer)
     top.setServiceParent(root)
     return root
+
+
+def exit_if_cannot_listen(endpoint: str) -> None:
+    """
+    End the process with one line on standard error and status 2 when
+    C{endpoint} cannot listen (a port in use, one this user may not bind),
+    as far as that can be known before listening (see
+    L{gophergem.service.listen_problem}).
+
+    Daemonized, twistd would report a failure to listen from inside the
+    daemon, as the first 100 bytes of a Python bytes literal; checked
+    before, it is the same line as in the foreground.
+    """
+    from gophergem.service import listen_problem
+
+    problem = listen_problem(endpoint)
+    if problem is None:
+        return
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"gophergem: {problem}\n")
+    stream.flush()
+    raise SystemExit(2)
 
 
 def exit_on_listen_error(top: MultiService, enabled: bool = True) -> None:

@@ -15,7 +15,12 @@ from twisted.logger import ILogObserver
 from twisted.python.usage import UsageError
 
 from gophergem._log import log_through_twisted, observer_for
-from gophergem.tap import exit_on_listen_error, makeService, options_from_env
+from gophergem.tap import (
+    exit_if_cannot_listen,
+    exit_on_listen_error,
+    makeService,
+    options_from_env,
+)
 
 
 def refuse(message):
@@ -30,6 +35,8 @@ except UsageError as error:
     refuse(error)
 
 config = options["config"]
+if options["transport"] == "http":
+    exit_if_cannot_listen(options["endpoint"])  # a port in use: one line, exit status 2
 # The log file stays open for the life of the process.
 try:
     log_stream = open(config.log_file, "a", encoding="utf-8") if config.log_file else sys.stderr  # noqa: SIM115

@@ -369,3 +369,91 @@ def test_twistd_routes_the_sdk_through_twisted_logger(
     tap.makeService(options)
     assert [type(h) for h in _root_logger_kept.handlers] == [TwistedLogHandler]
     assert _root_logger_kept.level == logging.ERROR
+
+
+# --- daemonized, a port in use ---------------------------------------------------------------
+
+
+def test_listen_problem_found_before_listening() -> None:
+    """A TCP port in use (bound here) is found by binding first; what cannot be checked is None."""
+    import socket
+
+    from gophergem.service import listen_problem
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        for endpoint in (f"tcp:{port}:interface=127.0.0.1", f"tcp:port={port}:interface=127.0.0.1"):
+            assert listen_problem(endpoint) == (
+                f"cannot listen on {endpoint}: Address already in use"
+            )
+    assert listen_problem("tcp:0:interface=127.0.0.1") is None
+    assert listen_problem("unix:/nowhere/gophergem.sock") is None
+
+
+def test_twistd_refuses_a_port_in_use_before_daemonizing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """twistd gophergem checks the port before twistd daemonizes: one line, status 2."""
+    import socket
+    import sys
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "__stderr__", err)
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        endpoint = f"tcp:{taken.getsockname()[1]}:interface=127.0.0.1"
+        options = twistd_parse(["gophergem", "--transport", "http", "--endpoint", endpoint])
+        with pytest.raises(SystemExit) as info:
+            tap.makeService(options)
+    assert info.value.code == 2
+    assert err.getvalue() == f"gophergem: cannot listen on {endpoint}: Address already in use\n"
+
+
+def test_daemon_failing_to_listen_fits_twistds_status_pipe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """
+    When the daemon itself cannot listen (the port taken after the check),
+    twistd passes the first 100 bytes of the error's last traceback line to
+    the process started: the error says it in few enough words to fit, and
+    the whole line goes to the log.
+    """
+    import traceback
+
+    from twisted.internet.defer import fail
+    from twisted.internet.error import CannotListenError
+    from twisted.logger import capturedLogs, formatEvent
+
+    from gophergem import service
+
+    class Refusing:
+        def listen(self, factory: object) -> Any:
+            error = OSError(98, "Address already in use")
+            return fail(CannotListenError("127.0.0.1", 8000, error))
+
+    endpoint = "tcp:8000:interface=127.0.0.1:backlog=4096"
+    listener = service.HTTPListenService(Refusing(), None, endpoint)
+
+    def make(config: Any, **kwargs: Any) -> MultiService:
+        top = MultiService()
+        listener.setName("http")
+        listener.setServiceParent(top)
+        return top
+
+    monkeypatch.setattr(service, "makeService", make)
+    monkeypatch.setattr(service, "listen_problem", lambda endpoint: None)  # taken since
+    options = twistd_parse(["gophergem", "--transport", "http", "--endpoint", endpoint])
+    tap.makeService(options)
+    assert listener.daemonized and not listener.exit_on_error
+    with capturedLogs() as events, pytest.raises(service.ListenError) as info:
+        listener.privilegedStartService()
+    assert str(info.value) == "cannot listen on 127.0.0.1:8000: Address already in use"
+    line = traceback.format_exception_only(service.ListenError, info.value)[-1].strip()
+    assert len(f"1 {line}".encode("ascii", "backslashreplace")) <= 100
+    assert [formatEvent(e) for e in events] == [
+        f"gophergem cannot listen on {endpoint}: Address already in use"
+    ]

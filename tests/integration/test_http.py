@@ -728,6 +728,47 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
             )
 
 
+def test_daemonized_port_in_use_is_one_readable_line(tmp_path: Path) -> None:
+    """
+    Daemonized (no -n), twistd and the .tac given a port already in use say
+    so in one readable line from the process started (not twistd's bytes
+    literal cut at 100 bytes) and exit with 2; no daemon is left behind.
+    """
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen(1)
+        endpoint = f"tcp:{taken.getsockname()[1]}:interface={LOOPBACK}"
+        daemon_options = [f"--pidfile={tmp_path / 'x.pid'}", f"--logfile={tmp_path / 'x.log'}"]
+        runs = [
+            (
+                [*TWISTD, *daemon_options, "gophergem", "--transport", "http", "--endpoint"]
+                + [endpoint],
+                {},
+            ),
+            (
+                [*TWISTD, *daemon_options, "-y", str(REPO_ROOT / "tac" / "gophergem.tac")],
+                {"GOPHERGEM_ENDPOINT": endpoint},
+            ),
+        ]
+        for argv, extra in runs:
+            result = subprocess.run(
+                argv,
+                env=daemon_env(tmp_path, **extra),
+                cwd=str(tmp_path),
+                capture_output=True,
+                text=True,
+                timeout=START_DEADLINE,
+            )
+            assert result.returncode == 2, result
+            assert result.stdout == ""
+            assert result.stderr == (
+                f"gophergem: cannot listen on {endpoint}: Address already in use\n"
+            )
+            assert not (tmp_path / "x.pid").exists()
+
+
 def test_tac_unwritable_log_file_is_one_line(tmp_path: Path) -> None:
     """The .tac with an unwritable GOPHERGEM_LOG_FILE says so in one line."""
     result = subprocess.run(
