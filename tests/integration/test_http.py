@@ -743,8 +743,15 @@ def test_daemonized_port_in_use_is_one_readable_line(tmp_path: Path) -> None:
         daemon_options = [f"--pidfile={tmp_path / 'x.pid'}", f"--logfile={tmp_path / 'x.log'}"]
         runs = [
             (
-                [*TWISTD, *daemon_options, "gophergem", "--transport", "http", "--endpoint"]
-                + [endpoint],
+                [
+                    *TWISTD,
+                    *daemon_options,
+                    "gophergem",
+                    "--transport",
+                    "http",
+                    "--endpoint",
+                    endpoint,
+                ],
                 {},
             ),
             (
