@@ -414,7 +414,7 @@ def test_twistd_refuses_a_port_in_use_before_daemonizing(
 
 
 def test_daemon_failing_to_listen_fits_twistds_status_pipe(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """
     When the daemon itself cannot listen (the port taken after the check),
@@ -446,6 +446,7 @@ def test_daemon_failing_to_listen_fits_twistds_status_pipe(
 
     monkeypatch.setattr(service, "makeService", make)
     monkeypatch.setattr(service, "listen_problem", lambda endpoint: None)  # taken since
+    monkeypatch.chdir(tmp_path)  # a daemon's default log, twistd.log, goes there
     options = twistd_parse(["gophergem", "--transport", "http", "--endpoint", endpoint])
     tap.makeService(options)
     assert listener.daemonized and not listener.exit_on_error
