@@ -3,25 +3,39 @@
 Logging set-up: C{twisted.logger} to stderr or a file, never stdout.
 
 Standard output of the stdio server is MCP protocol only, so nothing here
-may write to it; the SDK's own C{logging} records go to the same place.
+may write to it.  The SDK (and every other library using the standard
+library's C{logging}) is routed through C{twisted.logger} by
+L{TwistedLogHandler}, so its lines look like ours, go where ours go and pass
+the same level (see L{log_through_twisted}).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import IO
 
 from twisted.logger import (
     FilteringLogObserver,
     ILogObserver,
+    Logger,
     LogLevel,
     LogLevelFilterPredicate,
     globalLogBeginner,
     textFileLogObserver,
 )
+from twisted.python.failure import Failure
 
-__all__ = ["LogFileError", "observer_for", "open_log_file", "start_logging", "stderr_observer"]
+__all__ = [
+    "LogFileError",
+    "TwistedLogHandler",
+    "log_through_twisted",
+    "observer_for",
+    "open_log_file",
+    "start_logging",
+    "stderr_observer",
+]
 
 _LEVELS = {
     "DEBUG": LogLevel.debug,
@@ -70,12 +84,91 @@ def start_logging(level: str = "INFO", path: str | None = None) -> None:
     """
     stream: IO[str] = open_log_file(path) if path else sys.stderr
     globalLogBeginner.beginLoggingTo([observer_for(stream, level)], redirectStandardIO=False)
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s"))
+    log_through_twisted(level)
+
+
+_STDLIB_LEVELS = {
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "CRITICAL": logging.CRITICAL,
+}
+
+
+_FROM_STDLIB: tuple[tuple[int, LogLevel], ...] = (
+    (logging.CRITICAL, LogLevel.critical),
+    (logging.ERROR, LogLevel.error),
+    (logging.WARNING, LogLevel.warn),
+    (logging.INFO, LogLevel.info),
+)
+
+
+def twisted_level(levelno: int) -> LogLevel:
+    """The C{twisted.logger} level of a standard library record's level number."""
+    for threshold, level in _FROM_STDLIB:
+        if levelno >= threshold:
+            return level
+    debug: LogLevel = LogLevel.debug
+    return debug
+
+
+class TwistedLogHandler(logging.Handler):
+    """
+    Hands the standard library's log records to C{twisted.logger}: each
+    becomes an event in the record's logger's namespace (C{mcp.server...}),
+    at the matching level, with its exception as a failure.
+
+    Records of the C{twisted} logger (which C{twisted.logger}'s own bridge
+    to the standard library writes to) and records made while one is being
+    handed on are dropped, so the two bridges never chase each other.
+    """
+
+    def __init__(self, observer: ILogObserver | None = None) -> None:
+        super().__init__()
+        self._observer = observer
+        self._busy = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name == "twisted" or record.name.startswith("twisted."):
+            return
+        if getattr(self._busy, "now", False):
+            return
+        self._busy.now = True
+        try:
+            extra: dict[str, object] = {}
+            if record.exc_info is not None and record.exc_info[1] is not None:
+                kind, error, traceback = record.exc_info
+                extra["log_failure"] = Failure(error, kind, traceback)
+            Logger(namespace=record.name, observer=self._observer).emit(
+                twisted_level(record.levelno), "{message}", message=record.getMessage(), **extra
+            )
+        except Exception:
+            self.handleError(record)
+        finally:
+            self._busy.now = False
+
+
+def log_through_twisted(level: str | None = None, *, unless_configured: bool = False) -> bool:
+    """
+    Route the standard library's logging (the SDK's, the database drivers')
+    through C{twisted.logger}: one L{TwistedLogHandler} on the root logger,
+    in place of any other handler (the SDK installs its own on stderr when
+    the root logger has none).  Calling it again keeps that one handler.
+
+    @param level: gophergem's log level (C{DEBUG} ... C{CRITICAL}): records
+        below it are dropped where they are made.  C{None}: the root
+        logger's level is left as it is.
+    @param unless_configured: Leave a program that set up the standard
+        library's logging itself alone (its root logger has handlers,
+        including ours), as a library mounted in it should.
+    @return: Whether the handler is in place and the level set.
+    """
     root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(
-        logging.WARNING
-        if level in ("DEBUG", "INFO")
-        else getattr(logging, level.replace("WARN", "WARNING"))
-    )
+    if unless_configured and root.handlers:
+        return False
+    ours = [h for h in root.handlers if isinstance(h, TwistedLogHandler)]
+    root.handlers[:] = ours[:1] or [TwistedLogHandler()]
+    if level is not None:
+        root.setLevel(_STDLIB_LEVELS[level])
+    return True

@@ -18,6 +18,7 @@ import asyncio
 import ipaddress
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,7 @@ __all__ = [
     "check_http_settings",
     "endpoint_security",
     "install_asyncio_reactor",
+    "listen_problem",
     "makeService",
     "public_url",
     "reserve_stdout",
@@ -244,10 +246,15 @@ class HTTPListenService(StreamServerEndpointService):
     L{ListenError} naming the endpoint and the reason.  With
     C{exit_on_error} set (as under C{twistd -n}), that line is written to
     standard error and the process exits with status 2 instead: a user
-    error, not a traceback.
+    error, not a traceback.  With C{daemonized} set (C{twistd} without
+    C{-n}), the line goes to the log and the error raised names the address
+    in few words: twistd shows the daemon's parent only the first 100 bytes
+    of it (usually L{listen_problem} has caught the problem before twistd
+    daemonized).
     """
 
     exit_on_error = False
+    daemonized = False
 
     def __init__(self, endpoint: Any, factory: Any, description: str) -> None:
         super().__init__(endpoint, factory)  # type: ignore[no-untyped-call]  # Twisted: unannotated
@@ -267,6 +274,10 @@ class HTTPListenService(StreamServerEndpointService):
             cause = error.socketError if isinstance(error, CannotListenError) else error
             reason = getattr(cause, "strerror", None) or str(cause)
             message = f"cannot listen on {self.description}: {reason}"
+            if self.daemonized and not self.exit_on_error:
+                Logger().error("gophergem {message}", message=message)
+                where = _short_address(self.description)
+                raise ListenError(f"cannot listen on {where}: {reason}") from None
             if not self.exit_on_error:
                 raise ListenError(message) from None
             Logger().error("gophergem {message}", message=message)
@@ -279,6 +290,60 @@ class HTTPListenService(StreamServerEndpointService):
     def _listening(self, port: Any) -> Any:
         self.listening = port
         return port
+
+
+def _tcp_address(endpoint: str) -> tuple[str, str, int] | None:
+    """The kind, interface and fixed port of a C{tcp}/C{tcp6}/C{ssl} endpoint, else C{None}."""
+    kind, positional, named = _strport_parts(endpoint)
+    if kind not in ("tcp", "tcp6", "ssl"):
+        return None
+    port_text = named.get("port", positional[0] if positional else "")
+    if not port_text.isdigit() or int(port_text) == 0:
+        return None
+    interface = named.get("interface", positional[2] if len(positional) > 2 else "")
+    return kind, interface.strip("[]"), int(port_text)
+
+
+def _short_address(endpoint: str) -> str:
+    """C{endpoint} in few words: C{127.0.0.1:8000}, C{port 8000}, else as given."""
+    address = _tcp_address(endpoint)
+    if address is None:
+        return endpoint
+    _, interface, port = address
+    if not interface:
+        return f"port {port}"
+    return f"[{interface}]:{port}" if ":" in interface else f"{interface}:{port}"
+
+
+def listen_problem(endpoint: str) -> str | None:
+    """
+    Why C{endpoint} cannot listen, found by binding (and closing) a socket
+    the way Twisted will, or C{None} when it can, or when that cannot be
+    known beforehand (not a TCP endpoint, an ephemeral port, no IPv6).
+
+    For C{twistd} without C{-n}: checked before it daemonizes, a port in use
+    is one line from the process the user started, not a message passed up
+    from the daemon.
+    """
+    address = _tcp_address(endpoint)
+    if address is None:
+        return None
+    kind, interface, port = address
+    family = socket.AF_INET6 if kind == "tcp6" or ":" in interface else socket.AF_INET
+    if not interface:
+        interface = "::" if family == socket.AF_INET6 else ""
+    try:
+        probe = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:
+        return None
+    with probe:
+        if sys.platform != "win32":
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Twisted does
+        try:
+            probe.bind((interface, port))
+        except OSError as error:
+            return f"cannot listen on {endpoint}: {error.strerror or error}"
+    return None
 
 
 def with_backlog(endpoint: str, backlog: int = DEFAULT_BACKLOG) -> str:

@@ -17,6 +17,7 @@ C{--logfile} say otherwise (see L{twistd_log_observer}).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -28,11 +29,12 @@ from twisted.logger import ILogObserver
 from twisted.python import usage
 from twisted.python.components import Componentized
 
-from gophergem._log import observer_for
+from gophergem._log import log_through_twisted, observer_for
 from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
 
 __all__ = [
     "Options",
+    "exit_if_cannot_listen",
     "exit_on_listen_error",
     "makeService",
     "options_from_env",
@@ -238,14 +240,22 @@ def makeService(options: Options) -> IService:
     Build the service tree for C{twistd gophergem} (or the C{.tac}).
 
     Under twistd, the tree also brings the log observer (see
-    L{twistd_log_observer}), and failing to listen ends the process with
-    one line when it runs in the foreground.
+    L{twistd_log_observer}), the standard library's logging (the SDK's)
+    goes through C{twisted.logger} at our level (see
+    L{gophergem._log.log_through_twisted}), and failing to listen ends the
+    process with one line when it runs in the foreground.
     """
     from gophergem.service import makeService as make
     from gophergem.service import reserve_stdout
 
     twistd = _twistd_options(options)
+    if twistd is not None and options["transport"] == "http":
+        # Before twistd daemonizes: the one line comes from the process started.
+        exit_if_cannot_listen(options["endpoint"])
     observer = twistd_log_observer(options) if twistd is not None else None
+    if twistd is not None:
+        # Before the SDK's server is built: it would put a handler of its own on stderr.
+        log_through_twisted(options["config"].log_level)
     stdout_fd = reserve_stdout() if options["transport"] == "stdio" else 1
     top = make(
         options["config"],
@@ -259,9 +269,34 @@ def makeService(options: Options) -> IService:
     if options["transport"] == "http":
         # A daemon reports start-up errors through twistd's status pipe.
         exit_on_listen_error(top, bool(twistd["nodaemon"]))
+        if not twistd["nodaemon"]:
+            with contextlib.suppress(KeyError):
+                top.getServiceNamed("http").daemonized = True
     root = _TwistdRoot(observer)
     top.setServiceParent(root)
     return root
+
+
+def exit_if_cannot_listen(endpoint: str) -> None:
+    """
+    End the process with one line on standard error and status 2 when
+    C{endpoint} cannot listen (a port in use, one this user may not bind),
+    as far as that can be known before listening (see
+    L{gophergem.service.listen_problem}).
+
+    Daemonized, twistd would report a failure to listen from inside the
+    daemon, as the first 100 bytes of a Python bytes literal; checked
+    before, it is the same line as in the foreground.
+    """
+    from gophergem.service import listen_problem
+
+    problem = listen_problem(endpoint)
+    if problem is None:
+        return
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"gophergem: {problem}\n")
+    stream.flush()
+    raise SystemExit(2)
 
 
 def exit_on_listen_error(top: MultiService, enabled: bool = True) -> None:

@@ -14,8 +14,13 @@ from twisted.application.service import Application
 from twisted.logger import ILogObserver
 from twisted.python.usage import UsageError
 
-from gophergem._log import observer_for
-from gophergem.tap import exit_on_listen_error, makeService, options_from_env
+from gophergem._log import log_through_twisted, observer_for
+from gophergem.tap import (
+    exit_if_cannot_listen,
+    exit_on_listen_error,
+    makeService,
+    options_from_env,
+)
 
 
 def refuse(message):
@@ -30,6 +35,8 @@ except UsageError as error:
     refuse(error)
 
 config = options["config"]
+if options["transport"] == "http":
+    exit_if_cannot_listen(options["endpoint"])  # a port in use: one line, exit status 2
 # The log file stays open for the life of the process.
 try:
     log_stream = open(config.log_file, "a", encoding="utf-8") if config.log_file else sys.stderr  # noqa: SIM115
@@ -38,6 +45,7 @@ except OSError as error:
     refuse(f"GOPHERGEM_LOG_FILE={config.log_file!r}: cannot write to it ({reason}).")
 application = Application("gophergem")
 application.setComponent(ILogObserver, observer_for(log_stream, config.log_level))
+log_through_twisted(config.log_level)  # the SDK's log lines too, at our level
 top = makeService(options)
 exit_on_listen_error(top)  # a port in use: one line, exit status 2
 top.setServiceParent(application)

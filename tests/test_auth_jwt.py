@@ -18,7 +18,7 @@ from twisted.logger import capturedLogs, formatEvent
 from twisted.trial.unittest import SynchronousTestCase
 
 from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken, scopes_of
-from gophergem.auth.jwt import REFRESH_INTERVAL, JWTVerifier, metadata_urls
+from gophergem.auth.jwt import LEEWAY, REFRESH_INTERVAL, JWTVerifier, metadata_urls
 from tests.idp_helpers import (
     AUDIENCE,
     EC_KEY,
@@ -232,8 +232,9 @@ class JWTVerifierTests(SynchronousTestCase):
         assert self.check(mint(sub="bob")) is not None
         self.clock.advance(4000)
         asked = len(self.agent.asked)
-        assert self.check(mint(sub="bob")) is not None
-        assert self.check(mint(sub="carol")) is not None
+        later = int(self.clock.seconds()) + 3600  # tokens valid at the verifier's time
+        assert self.check(mint(sub="bob", exp=later)) is not None
+        assert self.check(mint(sub="carol", exp=later)) is not None
         assert len(self.agent.asked) == asked + 1  # tried once, not at every check
 
     def test_no_token_in_logs(self) -> None:
@@ -247,6 +248,88 @@ class JWTVerifierTests(SynchronousTestCase):
             assert self.check(mint(kid="k7")) is None  # tried once, then refused
         text = " ".join(formatEvent(e) for e in events)
         assert good not in text and bad not in text
+
+
+class LeewayTests(SynchronousTestCase):
+    """
+    The documented 30 s leeway on C{exp}, C{nbf} and C{iat}, read on the
+    verifier's clock (set far from the wall clock: only it counts).
+    """
+
+    def setUp(self) -> None:
+        self.clock = Clock()
+        self.clock.advance(2_000_000_000)
+        self.now = int(self.clock.seconds())
+        agent = FakeAgent(idp_routes(jwk_of(RSA_KEY, "k1")))
+        self.verifier = verifier(agent, self.clock)
+
+    def check(self, **claims: Any) -> VerifiedToken | None:
+        token = mint(**{"iat": self.now - 600, "exp": self.now + 600, **claims})
+        result: VerifiedToken | None = self.successResultOf(self.verifier.verify(token))
+        return result
+
+    def test_expired_within_the_leeway(self) -> None:
+        """A token expired 10 s ago is accepted, one expired 60 s ago is not."""
+        assert LEEWAY == 30
+        assert self.check() is not None
+        assert self.check(exp=self.now - 10) is not None
+        assert self.check(exp=self.now - 29) is not None
+        assert self.check(exp=self.now - 30) is None
+        assert self.check(exp=self.now - 60) is None
+
+    def test_not_yet_valid_within_the_leeway(self) -> None:
+        """nbf and iat up to 30 s ahead pass; a minute ahead does not."""
+        assert self.check(nbf=self.now + 10) is not None
+        assert self.check(iat=self.now + 10) is not None
+        assert self.check(nbf=self.now + 60) is None
+        assert self.check(iat=self.now + 60) is None
+
+    def test_times_must_be_numbers(self) -> None:
+        """exp, nbf and iat are JSON numbers (NumericDate), never strings or booleans."""
+        assert self.check(exp=str(self.now + 600)) is None
+        assert self.check(exp=True) is None
+        assert self.check(nbf=str(self.now)) is None
+        assert self.check(iat=[self.now]) is None
+
+    def test_reported_expiry_carries_the_leeway(self) -> None:
+        """
+        The expiry handed on (which the HTTP layers compare with the time)
+        is the end of the leeway, so they accept what the verifier accepts.
+        """
+        found = self.check(exp=self.now - 10)
+        assert found is not None
+        assert found.expires_at == self.now - 10 + LEEWAY
+
+
+def test_leeway_holds_through_the_http_checks() -> None:
+    """
+    The HTTP layers accept what the verifier accepts: a token expired 10 s
+    ago is let in, one expired 60 s ago is not, by the SDK's bearer check
+    (which guards /mcp) and by ours (the discovery drill-down).
+    """
+    import asyncio
+
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+    from starlette.requests import HTTPConnection
+
+    from tests.test_mcp_auth import bearer, exchange, idp_site, provider, request_bytes
+
+    now = int(time.time())
+    recent, old = mint(exp=now - 10), mint(exp=now - 60)
+    agent = FakeAgent(idp_routes(jwk_of(RSA_KEY, "k1")))
+    backend = BearerAuthBackend(provider(agent))
+
+    def sdk_lets_in(token: str) -> bool:
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        connection = HTTPConnection({"type": "http", "headers": headers})
+        return asyncio.run(backend.authenticate(connection)) is not None
+
+    assert sdk_lets_in(recent)
+    assert not sdk_lets_in(old)
+    site = idp_site(agent)
+    path = "/.well-known/agent/tools"
+    assert exchange(site, request_bytes("GET", path, headers=bearer(recent)))[0] == 200
+    assert exchange(site, request_bytes("GET", path, headers=bearer(old)))[0] == 401
 
 
 def test_metadata_urls() -> None:

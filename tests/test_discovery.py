@@ -56,6 +56,7 @@ def get(
     root: Resource | None = None,
     security: TransportSecuritySettings | None = None,
     health_checks: Any = None,
+    guard: Any = None,
 ) -> Wire:
     """GET C{path} from a site with discovery mounted; return the finished exchange."""
 
@@ -67,6 +68,7 @@ def get(
             CONFIG,
             security=security,
             health_checks=health_checks,
+            guard=guard,
         )
         wire = Wire(Site(site_root, reactor=Clock()))
         raw = request_bytes("GET", path, headers=headers)
@@ -164,15 +166,35 @@ def test_agent_gopher_menu() -> None:
         "127.0.0.1",
         "8000",
     ]
-    assert lines[2][:2] == ["0lookup: Look up a thing", "/.well-known/agent/tools/lookup"]
-    assert lines[3][:2] == ["0other: Do another thing.", "/.well-known/agent/tools/other"]
-    assert lines[4][:2] == ["1All tools", "/.well-known/agent/tools"]
-    assert lines[5][:2] == [
+    assert lines[2] == HEALTH_LINE
+    assert lines[3][:2] == ["0lookup: Look up a thing", "/.well-known/agent/tools/lookup"]
+    assert lines[4][:2] == ["0other: Do another thing.", "/.well-known/agent/tools/other"]
+    assert lines[5][:2] == ["1All tools", "/.well-known/agent/tools"]
+    assert lines[6][:2] == [
         "0Policy (MCP resource gophergem://policy)",
         "/.well-known/agent/policy",
     ]
-    assert lines[6][0].startswith("i")
-    assert len(lines) == 7
+    assert lines[7][0].startswith("i")
+    assert len(lines) == 8
+
+
+HEALTH_LINE = ["hHealth check (JSON)", "URL:http://127.0.0.1:8000/health", "127.0.0.1", "8000"]
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_both_forms_show_health(guarded: bool) -> None:
+    """
+    The root's text form names /health as its JSON form does, with or
+    without authentication (where the root is only a card); a client that
+    follows the link gets the health answer.
+    """
+    guard = (lambda resource: resource) if guarded else None
+    data = json.loads(get("/.well-known/agent.gopher?format=json", guard=guard).body())
+    assert data["health"] == "/health"
+    lines = menu_lines(get("/.well-known/agent.gopher", guard=guard))
+    assert lines[2] == HEALTH_LINE
+    assert ("gophergem://policy" in str(lines)) is not guarded
+    assert get("/health", guard=guard).head()[0] == 200
 
 
 def test_agent_gopher_lists_the_live_tools() -> None:

@@ -258,15 +258,17 @@ def test_updates_resource(mode: str) -> None:
     drive(net, script, mode=mode)
 
 
-def test_no_follower_no_feed_tools() -> None:
-    """A server built without a follower has no subscription tools."""
+def test_no_feeds_no_feed_tools() -> None:
+    """Built with feeds=False, or with neither config nor follower: no subscription tools."""
     net, _, _ = network()
-    server = build_server(net.fetcher(), Config())
+    server = build_server(net.fetcher(), Config(), feeds=False)
 
     async def body() -> set[str]:
         async with Client(server, mode="legacy") as client:
             return {t.name for t in (await client.list_tools()).tools}
 
+    assert not TOOLS & run_with_network(net, body)
+    server = build_server(net.fetcher())
     assert not TOOLS & run_with_network(net, body)
 
 

@@ -5,14 +5,19 @@ which validates every structured result against the tool's output schema.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import jsonschema
+import pydantic
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from gophergem.mcp.server import build_server
+from gophergem.mcp.server import argument_errors, build_server
 from tests.mcp_helpers import network, run_with_network
 
 
@@ -175,7 +180,6 @@ def test_incomplete_results_keep_to_the_schema() -> None:
     the tools marked incomplete with their reason, valid against the output
     schemas, the reason kept in the compact text block.
     """
-    import asyncio
 
     from twisted.internet.protocol import Factory, Protocol
 
@@ -256,7 +260,7 @@ def test_tools_are_the_module_level_functions() -> None:
 
 
 def test_config_adds_the_policy_and_prompts() -> None:
-    """With a config the server also offers gophergem://policy and the two prompts."""
+    """With a config the server also offers gophergem://policy, the feeds and the prompts."""
     from gophergem.config import Config
 
     net, _ = network()
@@ -267,9 +271,153 @@ def test_config_adds_the_policy_and_prompts() -> None:
             return await client.list_resources(), await client.list_prompts()
 
     resources, prompts = run_with_network(net, body)
-    assert [str(r.uri) for r in resources.resources] == ["gophergem://policy"]
+    assert sorted(str(r.uri) for r in resources.resources) == [
+        "gophergem://feeds/updates",
+        "gophergem://policy",
+    ]
     assert {p.name for p in prompts.prompts} == {
         "explore_capsule",
         "summarize_gemlog",
         "whats_new",
     }
+
+
+def _stdio_names(method: str, key: str, field: str) -> list[str]:
+    """The names the stdio server lists (its recorded answers, which its snapshot tests check)."""
+    from gophergem.mcp import ready
+
+    recorded = json.loads((Path(ready.__file__).parent / ready.ANSWERS_FILE).read_text("utf-8"))
+    text = recorded["texts"][recorded["answers"][f"{method} 2025-11-25"]]
+    return sorted(str(item[field]) for item in json.loads(text)[key])
+
+
+def test_mounted_server_serves_the_whole_surface(tmp_path: Path) -> None:
+    """
+    The server the documented mounted.tac builds (C{build_server(fetcher,
+    config)}, nothing more) lists the same tools, resources and prompts as
+    C{gophergem} and C{gophergem serve}: the subscription tools and their
+    resource included.  C{feeds=False} is the documented way to leave
+    them out.
+    """
+    from twisted.internet.testing import MemoryReactorClock
+
+    from gophergem.config import Config
+    from gophergem.fetcher import Fetcher
+
+    config = Config.from_env(
+        {
+            "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "pins.json"),
+            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
+            "GEMINI_CLIENT_CERTS_STORAGE_PATH": str(tmp_path / "identities"),
+        }
+    )
+    fetcher = Fetcher.from_config(config, MemoryReactorClock(), environ={})
+
+    async def listed(server: Any) -> tuple[list[str], list[str], list[str]]:
+        async with Client(server, mode="legacy") as client:
+            tools = sorted(t.name for t in (await client.list_tools()).tools)
+            resources = sorted(str(r.uri) for r in (await client.list_resources()).resources)
+            prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
+            return tools, resources, prompts
+
+    tools, resources, prompts = asyncio.run(listed(build_server(fetcher, config)))
+    assert tools == _stdio_names("tools/list", "tools", "name")
+    assert len(tools) == 13
+    assert {"feed_list", "feed_subscribe", "feed_unsubscribe", "feed_updates"} <= set(tools)
+    assert resources == _stdio_names("resources/list", "resources", "uri")
+    assert "gophergem://feeds/updates" in resources
+    assert prompts == _stdio_names("prompts/list", "prompts", "name")
+    assert not list(tmp_path.iterdir())  # listing touches no store
+
+    fewer, resources, _ = asyncio.run(listed(build_server(fetcher, config, feeds=False)))
+    assert sorted(set(tools) - set(fewer)) == [
+        "feed_list",
+        "feed_subscribe",
+        "feed_unsubscribe",
+        "feed_updates",
+    ]
+    assert resources == ["gophergem://policy"]
+
+
+# --- wrong arguments: one sentence each -------------------------------------------------
+
+
+def test_wrong_arguments_are_one_sentence_each() -> None:
+    """
+    Arguments the SDK's check refuses come back as an isError result of one
+    line: one sentence per wrong argument, nothing of pydantic's report.
+    """
+    net, _ = network()
+    server = build_server(net.fetcher())
+    calls = [
+        ("gopher_fetch", {"url": "gopher://g.example/", "offset": "x"}),
+        ("gopher_fetch", {}),
+        ("gopher_fetch", {"url": None, "search": 5, "refresh": "maybe", "offset": 1.5}),
+        ("gopher_batch_fetch", {"urls": [1, {"a": 1}, "gopher://g.example/"]}),
+        ("gemini_client_cert_update", {"url": "gemini://g.example/", "action": "nuke"}),
+    ]
+
+    async def body() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    texts = []
+    for result in run_with_network(net, body):
+        assert result.is_error is True
+        assert result.structured_content is None
+        (block,) = result.content
+        texts.append(block.text)
+    assert texts == [
+        "Invalid arguments for gopher_fetch: offset: must be an integer, got 'x'.",
+        "Invalid arguments for gopher_fetch: url: required.",
+        "Invalid arguments for gopher_fetch: url: must be a string, got null. "
+        "search: must be a string, got 5. offset: must be a whole number, got 1.5. "
+        "refresh: must be true or false, got 'maybe'.",
+        "Invalid arguments for gopher_batch_fetch: urls[0]: must be a string, got 1. "
+        "urls[1]: must be a string, got an object.",
+        "Invalid arguments for gemini_client_cert_update: "
+        "action: must be 'create' or 'remove', got 'nuke'.",
+    ]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=5,
+)
+
+
+class _Arguments(pydantic.BaseModel):
+    """Parameters shaped like the tools' (what the SDK's argument model checks)."""
+
+    url: str
+    offset: Annotated[int, pydantic.Field(ge=0)] = 0
+    refresh: bool = False
+    search: str | None = None
+    urls: Annotated[list[str], pydantic.Field(max_length=3)] = []
+    action: Literal["create", "remove"] = "create"
+    limit: float = 1.0
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from([*_Arguments.model_fields, "other"]), _JSON, max_size=5))
+def test_any_wrong_arguments_read_as_sentences(arguments: dict[str, Any]) -> None:
+    """Whatever JSON arrives: one line naming each wrong argument once, in sentences."""
+    try:
+        _Arguments.model_validate(arguments)
+    except pydantic.ValidationError as error:
+        text = argument_errors("some_tool", error)
+        wrong = {_top(problem["loc"]) for problem in error.errors()}
+    else:
+        return
+    assert "\n" not in text
+    assert text.startswith("Invalid arguments for some_tool: ")
+    assert text.endswith(".")
+    for marker in ("validation error", "type=", "pydantic", "input_value"):
+        assert marker not in text
+    for name in wrong:
+        assert f" {name}: " in text or f" {name}[" in text
+
+
+def _top(location: tuple[int | str, ...]) -> str:
+    return str(location[0]) if location else "arguments"

@@ -10,7 +10,11 @@ client), and its claims:
     C{none} and HMAC are never accepted, whatever the token's header says);
   - C{iss} is the configured issuer exactly, C{aud} names one of the
     accepted audiences, C{exp} and C{sub} are present; C{exp}, C{nbf} and
-    C{iat} are checked with a small leeway;
+    C{iat} are numbers checked on the verifier's clock with L{LEEWAY}
+    seconds of skew allowed either way (a token expired 10 s ago passes,
+    one expired a minute ago does not), and the expiry handed on is the
+    end of that leeway, so the HTTP layers that compare it with the time
+    agree;
   - a C{typ} header, when present, is C{at+jwt} (RFC 9068) or C{JWT}.
 
 The key set's URL is C{GOPHERGEM_AUTH_JWKS_URL} when set, else the
@@ -24,6 +28,7 @@ L{REFRESH_INTERVAL}, and when they are older than L{MAX_KEY_AGE}.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -104,6 +109,7 @@ class JWTVerifier:
     @ivar clock: Where time is read (key ages, deadlines).
     @ivar jwks_url: The key set's URL; C{None}: from the issuer's metadata.
     @ivar timeout: Seconds one fetch may take.
+    @ivar leeway: Seconds of clock skew allowed on C{exp}, C{nbf} and C{iat}.
     """
 
     issuer: str
@@ -167,8 +173,13 @@ class JWTVerifier:
                     algorithms=[algorithm],
                     audience=list(self.audiences),
                     issuer=self.issuer,
-                    leeway=self.leeway,
-                    options={"require": ["exp", "iss", "aud", "sub"], "verify_iat": True},
+                    # The times are checked below, on our clock.
+                    options={
+                        "require": ["exp", "iss", "aud", "sub"],
+                        "verify_exp": False,
+                        "verify_nbf": False,
+                        "verify_iat": False,
+                    },
                 )
             except jwt.InvalidSignatureError:
                 continue  # another key of the set may have signed it (no kid)
@@ -177,8 +188,30 @@ class JWTVerifier:
             except Exception:
                 log.failure("Checking a JWT failed; it is refused")
                 return None
+            if not self._in_time(claims):
+                return None
             return self._verified(claims)
         return None
+
+    def _in_time(self, claims: Mapping[str, Any]) -> bool:
+        """
+        Whether C{exp} (required), C{nbf} and C{iat} are numbers and the
+        token is valid now, give or take L{leeway} seconds.
+        """
+        now = self.clock.seconds()
+        times = {}
+        for name in ("exp", "nbf", "iat"):
+            value = claims.get(name)
+            if value is None and name != "exp":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return False
+            if not math.isfinite(value):
+                return False
+            times[name] = value
+        if times["exp"] <= now - self.leeway:
+            return False
+        return all(times.get(name, now) <= now + self.leeway for name in ("nbf", "iat"))
 
     def _verified(self, claims: Mapping[str, Any]) -> VerifiedToken | None:
         subject = claims.get("sub")
@@ -193,7 +226,9 @@ class JWTVerifier:
             subject=subject,
             client_id=client if isinstance(client, str) and client else subject,
             scopes=scopes_of(claims),
-            expires_at=int(expires) if isinstance(expires, int | float) else None,
+            # When it stops being accepted (the leeway included): what the
+            # SDK's bearer check and ours compare with the time.
+            expires_at=int(expires + self.leeway) if isinstance(expires, int | float) else None,
             audiences=tuple(a for a in audiences if isinstance(a, str)),
             claims=dict(claims),
         )

@@ -341,7 +341,8 @@ class AgentResource(Resource):
         menu = _Menu(host, port)
         menu.info(f"gophergem {__version__}: {DESCRIPTION}")
         menu.item("h", "MCP endpoint (Streamable HTTP)", f"URL:{endpoint}")
-        menu.info("The endpoint and the rest of this menu need a bearer token.")
+        menu.item("h", "Health check (JSON)", f"URL:{_url(scheme, host, port, '/health')}")
+        menu.info("The endpoint and the full menu need a bearer token; the health check does not.")
         return GOPHER_MENU_TYPE, menu.render()
 
     async def _root(self, origin: tuple[str, str, int], as_json: bool) -> tuple[bytes, bytes]:
@@ -367,6 +368,7 @@ class AgentResource(Resource):
         menu = _Menu(host, port)
         menu.info(f"gophergem {__version__}: {DESCRIPTION}")
         menu.item("h", "MCP endpoint (Streamable HTTP)", f"URL:{endpoint}")
+        menu.item("h", "Health check (JSON)", f"URL:{_url(scheme, host, port, '/health')}")
         for tool in tools:
             menu.item(
                 "0",

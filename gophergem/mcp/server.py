@@ -31,7 +31,9 @@ from mcp_types import (
     SubscribeRequestParams,
     UnsubscribeRequestParams,
 )
+from pydantic import ValidationError
 
+from gophergem._log import log_through_twisted
 from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
@@ -48,7 +50,7 @@ from gophergem.mcp import (
 from gophergem.mcp._sdk import add_request_handler, connection_of
 from gophergem.mcp.principals import Principals, current_principal
 
-__all__ = ["INSTRUCTIONS", "GophergemServer", "build_server"]
+__all__ = ["INSTRUCTIONS", "GophergemServer", "argument_errors", "build_server"]
 
 INSTRUCTIONS = """\
 gophergem fetches gopher:// and gemini:// resources for you. Rules:
@@ -198,12 +200,105 @@ class GophergemServer(MCPServer[Any]):
     ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
-        except ToolError:
+        except ToolError as error:
+            if isinstance(error.__cause__, ValidationError):
+                # The SDK's argument check: one sentence per wrong argument,
+                # not pydantic's report.  Still a tool result (isError).
+                raise ToolError(argument_errors(name, error.__cause__)) from error.__cause__
             # Only on the error path: a known tool's own failure goes on as is.
             if name in {tool.name for tool in await self.list_tools()}:
                 raise
             shown = name if len(name) <= 80 else name[:80] + "..."
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {shown!r}") from None
+
+
+def argument_errors(tool: str, error: ValidationError) -> str:
+    """
+    What is wrong with the arguments of a call of C{tool}, as the SDK's
+    check of them against the tool's parameters found: one line, one
+    sentence per wrong argument (C{"offset: must be an integer, got 'x'."},
+    C{"url: required."}), each argument once.
+    """
+    sentences: dict[str, str] = {}
+    for problem in error.errors(include_url=False):
+        where = _argument_path(problem["loc"])
+        if where not in sentences:
+            sentences[where] = f"{where}: {_what_is_wrong(problem)}"
+    return f"Invalid arguments for {tool}: " + " ".join(sentences.values())
+
+
+def _argument_path(location: tuple[int | str, ...]) -> str:
+    """C{("urls", 0)} as C{urls[0]}; the arguments themselves when empty."""
+    path = ""
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path or "arguments"
+
+
+_EXPECTED = {
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "string_type": "must be a string",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+}
+"""How a value of the wrong type is described, by pydantic's error type."""
+
+_BOUNDS = {
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "greater_than": ("gt", "must be greater than {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "too_short": ("min_length", "must have at least {} items"),
+    "too_long": ("max_length", "must have at most {} items"),
+    "string_too_short": ("min_length", "must be at least {} characters long"),
+    "string_too_long": ("max_length", "must be at most {} characters long"),
+    "literal_error": ("expected", "must be {}"),
+    "enum": ("expected", "must be {}"),
+}
+"""A limit the value broke: the context key giving it, and the sentence."""
+
+
+def _what_is_wrong(problem: Any) -> str:
+    kind = problem["type"]
+    if kind == "missing":
+        return "required."
+    if kind == "extra_forbidden":
+        return "not an argument of this tool."
+    context = problem.get("ctx") or {}
+    if kind in _EXPECTED:
+        wanted = _EXPECTED[kind]
+    elif kind in _BOUNDS and _BOUNDS[kind][0] in context:
+        key, sentence = _BOUNDS[kind]
+        wanted = sentence.format(context[key])
+    else:
+        message = str(problem["msg"]).rstrip(".")
+        wanted = message[:1].lower() + message[1:]
+    return f"{wanted}, got {_shown(problem.get('input'))}."
+
+
+def _shown(value: Any) -> str:
+    """A value as the caller sent it (JSON), short: a string quoted, a list or object named."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:40] + "...")
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
 
 
 MAX_WATCHERS = 2000
@@ -220,6 +315,7 @@ def build_server(
     config: Config | None = None,
     *,
     follower: Follower | None = None,
+    feeds: bool = True,
     secret_input: Any = None,
     name: str = "gophergem",
     token_verifier: TokenVerifier | None = None,
@@ -230,10 +326,15 @@ def build_server(
     """
     Build the SDK server with gophergem's tools bound to C{fetcher}.
 
-    The Gemini tools are there when C{fetcher} fetches Gemini; with a
-    C{config}, so are the C{gophergem://policy} resource, the prompts and
-    C{smolweb_search}; with a C{follower}, the subscription tools and the
-    C{gophergem://feeds/updates} resource; with a C{secret_input} (see
+    With a C{config}, it serves all that C{gophergem serve} serves: the
+    Gopher tools; the Gemini, trust and identity tools when C{fetcher}
+    fetches Gemini; C{smolweb_search}, the C{gophergem://policy} resource
+    and the prompts; and the subscription tools with the
+    C{gophergem://feeds/updates} resource, kept by C{follower} or else
+    where C{config} says (L{Follower.from_config}).  C{feeds=False} leaves
+    the subscriptions out.  Without a C{config}, only the Gopher, Gemini,
+    trust and identity tools (and the subscriptions, with a C{follower}).
+    With a C{secret_input} (see
     L{gemini_tools.LoopbackSecretInput}), a capsule's sensitive input is
     asked for on a one-time page where the client supports URL-mode
     elicitation; with a C{token_verifier} and its C{auth} settings (both or
@@ -245,8 +346,17 @@ def build_server(
     their own client identities and subscriptions (see
     L{gophergem.mcp.principals}).
     The caller runs the server on the asyncio loop that Twisted's reactor
-    also uses.
+    also uses.  The SDK's log records go through C{twisted.logger} (at the
+    C{config}'s level) unless the program set up the standard library's
+    logging itself (see L{gophergem._log.log_through_twisted}).
     """
+    # Before the SDK's server is made: in a program that set up no logging,
+    # it would put a handler of its own on stderr.
+    log_through_twisted(config.log_level if config is not None else None, unless_configured=True)
+    if not feeds:
+        follower = None
+    elif follower is None and config is not None:
+        follower = Follower.from_config(fetcher, config)
     server = GophergemServer(
         fetcher,
         config=config,

@@ -208,7 +208,7 @@ def test_tools_and_a_gopher_fetch(daemon: Daemon, gopher_server: GopherServer, m
     async def body() -> None:
         async with Client(daemon.url, mode=mode) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert {"gopher_fetch", "gopher_batch_fetch"} <= tools
+            assert tools == DAEMON_TOOLS  # the same as the mounted example's
             result = await client.call_tool(
                 "gopher_fetch", {"url": root_url(gopher_server), "refresh": True}
             )
@@ -318,6 +318,8 @@ def test_agent_gopher_exact(daemon: Daemon) -> None:
         lines[0][0] == f"igophergem {__version__}: Gopher and Gemini for AI assistants, over MCP."
     )
     assert lines[1] == ["hMCP endpoint (Streamable HTTP)", f"URL:{daemon.url}", *origin]
+    health = f"URL:http://{LOOPBACK}:{daemon.port}/health"
+    assert lines[2] == ["hHealth check (JSON)", health, *origin]
     tool_lines = [f[1] for f in lines if f[1].startswith("/.well-known/agent/tools/")]
     assert "/.well-known/agent/tools/gopher_fetch" in tool_lines
     assert ["0Policy (MCP resource gophergem://policy)", "/.well-known/agent/policy", *origin] in [
@@ -376,6 +378,24 @@ def docs_example(name: str) -> str:
     return match.group(1)
 
 
+DAEMON_TOOLS = {
+    "gopher_fetch",
+    "gopher_batch_fetch",
+    "gemini_fetch",
+    "gemini_batch_fetch",
+    "gemini_trust_list",
+    "gemini_trust_update",
+    "gemini_client_cert_list",
+    "gemini_client_cert_update",
+    "smolweb_search",
+    "feed_subscribe",
+    "feed_unsubscribe",
+    "feed_list",
+    "feed_updates",
+}
+"""The tools C{twistd gophergem --transport http} lists (as C{gophergem} does)."""
+
+
 def test_mounted_beside_another_resource(gopher_server: GopherServer, tmp_path: Path) -> None:
     """The documented example serves its own /hello and gophergem's /mcp from one Site."""
     from mcp import Client
@@ -398,6 +418,13 @@ def test_mounted_beside_another_resource(gopher_server: GopherServer, tmp_path: 
                         "gopher_fetch", {"url": root_url(gopher_server)}
                     )
                     assert tool_payload(result)["kind"] == "menu"
+                    # The whole surface, as the daemon's: the feeds included.
+                    tools = {t.name for t in (await client.list_tools()).tools}
+                    assert tools == DAEMON_TOOLS
+                    listed = await client.call_tool("feed_list", {})
+                    assert listed.is_error is False, listed
+                    resources = (await client.list_resources()).resources
+                    assert "gophergem://feeds/updates" in {str(r.uri) for r in resources}
 
         run_async(body, deadline=60)
         assert app.stopped_cleanly(), app.output()
@@ -699,6 +726,54 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
             assert f"gophergem: cannot listen on {endpoint}: Address already in use\n" in (
                 result.stderr
             )
+
+
+def test_daemonized_port_in_use_is_one_readable_line(tmp_path: Path) -> None:
+    """
+    Daemonized (no -n), twistd and the .tac given a port already in use say
+    so in one readable line from the process started (not twistd's bytes
+    literal cut at 100 bytes) and exit with 2; no daemon is left behind.
+    """
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen(1)
+        endpoint = f"tcp:{taken.getsockname()[1]}:interface={LOOPBACK}"
+        daemon_options = [f"--pidfile={tmp_path / 'x.pid'}", f"--logfile={tmp_path / 'x.log'}"]
+        runs = [
+            (
+                [
+                    *TWISTD,
+                    *daemon_options,
+                    "gophergem",
+                    "--transport",
+                    "http",
+                    "--endpoint",
+                    endpoint,
+                ],
+                {},
+            ),
+            (
+                [*TWISTD, *daemon_options, "-y", str(REPO_ROOT / "tac" / "gophergem.tac")],
+                {"GOPHERGEM_ENDPOINT": endpoint},
+            ),
+        ]
+        for argv, extra in runs:
+            result = subprocess.run(
+                argv,
+                env=daemon_env(tmp_path, **extra),
+                cwd=str(tmp_path),
+                capture_output=True,
+                text=True,
+                timeout=START_DEADLINE,
+            )
+            assert result.returncode == 2, result
+            assert result.stdout == ""
+            assert result.stderr == (
+                f"gophergem: cannot listen on {endpoint}: Address already in use\n"
+            )
+            assert not (tmp_path / "x.pid").exists()
 
 
 def test_tac_unwritable_log_file_is_one_line(tmp_path: Path) -> None:
