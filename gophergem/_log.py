@@ -100,12 +100,18 @@ _FROM_STDLIB: tuple[tuple[int, LogLevel], ...] = (
     (logging.CRITICAL, LogLevel.critical),
     (logging.ERROR, LogLevel.error),
     (logging.WARNING, LogLevel.warn),
-    (logging.INFO, LogLevel.info),
 )
 
 
 def twisted_level(levelno: int) -> LogLevel:
-    """The C{twisted.logger} level of a standard library record's level number."""
+    """
+    The C{twisted.logger} level of a standard library record's level number.
+
+    A library's C{INFO} is our C{debug}: the SDK says "Processing request of
+    type ..." at C{INFO} for every call, which is a detail of its workings,
+    not news for the person running gophergem (and its session ids do not
+    belong in an ordinary log).
+    """
     for threshold, level in _FROM_STDLIB:
         if levelno >= threshold:
             return level
@@ -157,7 +163,8 @@ def log_through_twisted(level: str | None = None, *, unless_configured: bool = F
     the root logger has none).  Calling it again keeps that one handler.
 
     @param level: gophergem's log level (C{DEBUG} ... C{CRITICAL}): records
-        below it are dropped where they are made.  C{None}: the root
+        below it are dropped where they are made; a library's C{INFO} and
+        C{DEBUG} records pass only at C{DEBUG}.  C{None}: the root
         logger's level is left as it is.
     @param unless_configured: Leave a program that set up the standard
         library's logging itself alone (its root logger has handlers,
@@ -170,5 +177,9 @@ def log_through_twisted(level: str | None = None, *, unless_configured: bool = F
     ours = [h for h in root.handlers if isinstance(h, TwistedLogHandler)]
     root.handlers[:] = ours[:1] or [TwistedLogHandler()]
     if level is not None:
-        root.setLevel(_STDLIB_LEVELS[level])
+        # Below WARNING a library's records are our debug (see twisted_level),
+        # so they are not even made unless we log at DEBUG.
+        root.setLevel(
+            logging.DEBUG if level == "DEBUG" else max(_STDLIB_LEVELS[level], logging.WARNING)
+        )
     return True

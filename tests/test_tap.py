@@ -264,8 +264,8 @@ def test_sdk_records_land_in_twisted_logger_at_our_level(
 ) -> None:
     """
     An SDK logger's record becomes a twisted.logger event in its namespace
-    at the matching level (an exception as its failure); records below our
-    level are dropped.
+    at the matching level (an exception as its failure; its INFO is our
+    debug); records below our level are dropped.
     """
     from twisted.logger import capturedLogs, formatEvent
 
@@ -293,10 +293,18 @@ def test_sdk_records_land_in_twisted_logger_at_our_level(
     assert [type(h) for h in _root_logger_kept.handlers] == [TwistedLogHandler]
 
     with capturedLogs() as events:
+        assert log_through_twisted("INFO")  # a library's INFO is our debug: dropped
+        logging.getLogger("mcp.server.lowlevel.server").info("Processing request of type %s", "t")
+        logging.getLogger("mcp.server.lowlevel.server").warning("a warning")
+    assert [(e["log_level"], formatEvent(e)) for e in events] == [(LogLevel.warn, "a warning")]
+
+    with capturedLogs() as events:
         assert log_through_twisted("DEBUG")  # again: still one handler, a new level
         logging.getLogger("mcp.server.lowlevel.server").debug("Initializing server %r", "g")
+        logging.getLogger("mcp.server.lowlevel.server").info("Processing request of type %s", "t")
     assert [(e["log_level"], formatEvent(e)) for e in events] == [
-        (LogLevel.debug, "Initializing server 'g'")
+        (LogLevel.debug, "Initializing server 'g'"),
+        (LogLevel.debug, "Processing request of type t"),
     ]
     assert len(_root_logger_kept.handlers) == 1
 
