@@ -89,7 +89,7 @@ class RedisEvents:
                 await asyncio.sleep(RETRY_SECONDS)
             finally:
                 with contextlib.suppress(Exception):  # the connection is gone anyway
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py: unannotated
+                    await pubsub.aclose()
 
     @staticmethod
     def _deliver(data: object, deliver: Callable[[dict[str, Any]], None]) -> None:
