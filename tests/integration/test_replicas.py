@@ -41,9 +41,9 @@ from gophergem.auth.tokens import add_token
 from tests.mcp_helpers import bearer_session
 from tests.servers.redis import RedisServer, find_redis_server, start_rate
 
-from .conftest import LOOPBACK, run_async, unused_loopback_port
+from .conftest import LOOPBACK, GopherServer, run_async, tool_payload, unused_loopback_port
 from .gemini_peers import HOSTNAME, CertPair, GeminiCerts
-from .test_http import REPO_ROOT, daemon_env, http_get, running, serve_argv
+from .test_http import REPO_ROOT, daemon_env, http_daemon_argv, http_get, running, serve_argv
 
 pytestmark = pytest.mark.integration
 
@@ -436,6 +436,53 @@ def test_a_replica_without_its_state_does_not_serve(tmp_path: Path, postgres_url
         in behind.stderr.splitlines()
     )
     assert "Traceback" not in behind.stderr
+
+
+def test_a_replica_with_redis_alone_serves(tmp_path: Path, gopher_server: GopherServer) -> None:
+    """
+    C{GOPHERGEM_REDIS_URL} without a database: C{gophergem serve} and
+    C{twistd} start, serve a fetch through the SDK client with the caches in
+    Redis, and C{/health} asks Redis; an unreachable Redis is one line and
+    exit status 1.
+    """
+    import redis as redis_py
+    from mcp import Client
+
+    binary = find_redis_server()
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    redis = RedisServer(binary, tmp_path)
+    redis.start()
+    try:
+        env = daemon_env(
+            tmp_path, GOPHERGEM_REDIS_URL=redis.url, GOPHERGEM_STATE_TIMEOUT_SECONDS="1"
+        )
+        menu = f"gopher://{gopher_server.host}:{gopher_server.port}/"
+        for argv in (serve_argv, http_daemon_argv):
+            with running(argv, env) as daemon:
+
+                async def fetch(daemon: Any = daemon) -> Any:
+                    async with Client(daemon.url, mode=ERA) as client:
+                        return await client.call_tool("gopher_fetch", {"url": menu})
+
+                fetched = tool_payload(run_async(fetch))
+                assert fetched["kind"] == "menu", fetched
+                health = http_get(daemon.port, "/health")
+                assert health.status == 200, health.body
+                assert daemon.stop() in (0, -signal.SIGTERM)
+                assert "Traceback" not in daemon.output(), daemon.output()[-5000:]
+        with redis_py.Redis.from_url(redis.url) as direct:
+            assert direct.keys("gophergem:*"), "nothing was shared through Redis"
+    finally:
+        redis.stop()
+    away = _serve_until_exit(
+        {**env, "GOPHERGEM_REDIS_URL": f"redis://:s3cret@{LOOPBACK}:{redis.port}/0"}
+    )
+    assert away.returncode == 1, away.stderr
+    said = [line for line in away.stderr.splitlines() if line.startswith("gophergem: ")]
+    assert said == ["gophergem: STATE_UNAVAILABLE: Redis could not be reached."]
+    assert "s3cret" not in away.stderr + away.stdout
+    assert "Traceback" not in away.stderr
 
 
 def test_postgresql_outage_is_a_clear_error_and_heals(
