@@ -14,7 +14,7 @@ token file (one principal per client), local hosts allowed, pacing and
 robots.txt off and C{GEMINI_MAX_CONCURRENT_REQUESTS=50}; the state
 timeout is the default (C{GOPHERGEM_STATE_TIMEOUT_SECONDS}, 2 s).  Then:
 
-  0. C{calm}: N calls at once with every server up, for comparison;
+  0. with C{--calm}, C{calm}: N calls at once with every server up;
   1. C{crash}: N calls at once (threads, one connection each, split over
      both replicas, plain JSON-RPC POSTs of the 2026-07-28 era): two
      thirds C{gemini_fetch} with C{refresh=true} (the pin is read from
@@ -82,8 +82,13 @@ from servers import GeminiServer  # noqa: E402
 from stdio_raw import run_footer  # noqa: E402
 
 from gophergem.auth.tokens import add_token  # noqa: E402
-from tests.servers.postgres import _as_server_user, find_binaries, start_postgres  # noqa: E402
 from tests.servers.postgres import _stop as stop_postgres  # noqa: E402
+from tests.servers.postgres import (  # noqa: E402
+    crash_postgres,
+    find_binaries,
+    restart_postgres,
+    start_postgres,
+)
 from tests.servers.redis import RedisServer, find_redis_server  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
@@ -106,40 +111,13 @@ class Database:
         self.url, self.data = start_postgres(base, binaries)
         self.port = int(self.url.rsplit(":", 1)[1].split("/")[0])
 
-    def pids(self) -> list[int]:
-        """The postmaster and every process it started."""
-        first = (self.data / "postmaster.pid").read_text().splitlines()[0]
-        postmaster = int(first)
-        children: list[int] = []
-        with contextlib.suppress(OSError):
-            tasks = Path(f"/proc/{postmaster}/task")
-            for task in tasks.iterdir():
-                text = (task / "children").read_text()
-                children.extend(int(pid) for pid in text.split())
-        return [postmaster, *children]
-
     def crash(self) -> int:
         """SIGKILL to every process of the server at once; return how many."""
-        pids = self.pids()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        return len(pids)
+        return crash_postgres(self.data)
 
     def start(self) -> None:
-        """Start the server again (as tests/servers/postgres.py does) and wait for it."""
-        options = (
-            f"-h {LOOPBACK} -p {self.port} -k {self.base} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=60"
-        )
-        pg_ctl = str(self.binaries / "pg_ctl")
-        argv = [pg_ctl, "-D", str(self.data), "-l", str(self.base / "pg.log")]
-        subprocess.run(
-            _as_server_user([*argv, "-w", "-t", "60", "-o", options, "start"]),
-            check=True,
-            capture_output=True,
-            timeout=90,
-        )
+        """Start the server again (crash recovery) and wait for it."""
+        restart_postgres(self.base, self.binaries, self.data, self.port)
 
     def stop(self) -> None:
         stop_postgres(self.binaries, self.data)
@@ -402,7 +380,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             bad = sorted({o.answer for o in warm if o.answer != "ok"})
             raise BenchError(f"the warm-up calls failed: {bad}")
 
-        report["calm"] = load.wave(args.calls)
+        report["calm"] = load.wave(args.calls) if args.calm else []
         crash: dict[str, float] = {}
 
         def kill_later(released: float) -> None:
@@ -459,6 +437,8 @@ def summary(args: argparse.Namespace, report: dict[str, Any]) -> str:
     ]
     for wave in ("calm", "crash", "down", "after"):
         outcomes = report[wave]
+        if not outcomes:
+            continue
         latencies = [o.latency for o in outcomes]
         line = (
             f"{wave:>5}: {counts(outcomes)}; latency max {max(latencies):.2f} s, "
@@ -503,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         "--kill-at", type=float, default=0.8, help="seconds after the release (0.8)"
     )
     parser.add_argument("--quick", action="store_true", help="a short CI smoke run (60 calls)")
+    parser.add_argument(
+        "--calm", action="store_true", help="a wave with every server up first, for comparison"
+    )
     parser.add_argument("--logs", type=Path, default=None, help="copy the replicas' logs here")
     args = parser.parse_args(argv)
     if args.calls is None:
