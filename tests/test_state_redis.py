@@ -806,3 +806,34 @@ def test_a_redis_only_replica_refuses_in_one_line_when_redis_is_away(tmp_path: P
         assert str(caught.value) == "STATE_UNAVAILABLE: Redis could not be reached."
     finally:
         _dispose(reactor, loop)
+
+
+def test_a_call_cancelled_before_it_runs_leaves_no_warning() -> None:
+    """
+    A call whose Deferred is cancelled before the loop ran it (the client
+    went away) leaves no "coroutine was never awaited" warning in the log.
+    """
+    import gc
+
+    from gophergem.state.redis._client import run_bounded
+
+    async def command() -> None:
+        return None
+
+    loop = asyncio.new_event_loop()
+    try:
+
+        def cancelled_at_once() -> None:
+            d = run_bounded(loop, command(), 1.0)
+            d.cancel()
+            d.addErrback(lambda reason: reason.trap(CancelledError))
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cancelled_at_once()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.run_until_complete(asyncio.sleep(0))
+            gc.collect()
+        assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    finally:
+        loop.close()
