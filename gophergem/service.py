@@ -810,8 +810,9 @@ class _HTTPParts:
             # Added last, so stopped first: no check starts while the endpoint drains.
             feed_checks = FeedCheckService(follower, reactor, interval)
             feed_checks.on_checked = lambda: _announce(server, UPDATES_URI)
-            if policy is not None:
-                # Replicas take turns: one check of every feed per interval.
+            if policy is not None and config.database_url is not None:
+                # Replicas sharing the subscriptions take turns: one check of
+                # every feed per interval.  (With files, each checks its own.)
                 shared, turn = policy, interval * 0.9
                 feed_checks.claim = lambda: shared.claim("feeds-check", turn)
             if principals is not None:

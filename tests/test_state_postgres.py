@@ -13,11 +13,12 @@ on loopback (tests/servers/postgres.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -384,3 +385,274 @@ def test_drivers_not_imported_by_default() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# --- a server that vanishes (no server needed: a pool of fakes) ---------------------
+
+
+@attrs.define
+class _FakePool:
+    """
+    Stands in for psycopg's pool: hands out C{connection_made()}'s
+    connections, or raises C{refusal} when set; counts what it was asked.
+    """
+
+    connection_made: Any = None
+    refusal: BaseException | None = None
+    asked: int = 0
+    checks: int = 0
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        self.asked += 1
+        if self.refusal is not None:
+            raise self.refusal
+        yield self.connection_made()
+
+    async def check(self) -> None:
+        self.checks += 1
+
+
+@attrs.define
+class _Stuck:
+    """A connection whose server never answers, and whose cancellation hangs too."""
+
+    released: asyncio.Event
+
+    async def execute(self, *args: object) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            # psycopg asks the server to cancel the query and waits for it.
+            await self.released.wait()
+            raise
+
+
+def _settle(loop: asyncio.AbstractEventLoop, d: Any) -> Any:
+    """The outcome of C{d} once C{loop} has run it (a safety limit, not a measure)."""
+    return loop.run_until_complete(asyncio.wait_for(d.asFuture(loop), 20))
+
+
+def _spin(loop: asyncio.AbstractEventLoop, condition: Any) -> None:
+    """Let C{loop} run until C{condition()} holds (a safety limit, not a measure)."""
+
+    async def spin() -> None:
+        while not condition():
+            await asyncio.sleep(0.001)
+
+    loop.run_until_complete(asyncio.wait_for(spin(), 20))
+
+
+def _stop(loop: asyncio.AbstractEventLoop, runner: Any) -> None:
+    """Stop C{runner}'s tries and let its task end."""
+    runner.stop()
+    loop.run_until_complete(asyncio.sleep(0.01))
+
+
+class TestOutage:
+    def test_the_bound_does_not_wait_for_a_hung_cancellation(self) -> None:
+        """
+        A call on a connection that never answers fails with
+        STATE_UNAVAILABLE at the state timeout, even when cancelling the
+        query hangs too (psycopg then waits for the server): the answer
+        does not wait for the cleanup, which goes on by itself.
+        """
+        from gophergem.state.postgres import PostgresPinStore
+        from gophergem.state.postgres._runner import Runner
+
+        loop = asyncio.new_event_loop()
+        try:
+            released = asyncio.Event()
+            pool = _FakePool(lambda: _Stuck(released))
+            runner = Runner(pool, 0.05, loop)  # type: ignore[arg-type]
+            with pytest.raises(StateUnavailable) as caught:
+                _settle(loop, PostgresPinStore(runner).get("gem.example", 1965))
+            assert caught.value.message == "PostgreSQL did not answer within 0.05 seconds."
+            assert caught.value.temporary is True
+            assert not released.is_set()  # answered while the query was still being cancelled
+            released.set()
+            _stop(loop, runner)
+        finally:
+            loop.close()
+
+    def test_calls_fail_at_once_while_the_server_is_down(self) -> None:
+        """
+        Once a call has failed and the server does not answer a try of its
+        own, calls fail at once without waiting for a connection; /health
+        tries the server itself; when it answers, calls flow again and the
+        pool is told to replace its connections.
+        """
+        import psycopg
+
+        from gophergem.state.postgres import PostgresPinStore
+        from gophergem.state.postgres._runner import Runner
+
+        class Row:
+            async def fetchone(self) -> None:
+                return None
+
+        class Answers:
+            async def execute(self, *args: object) -> Row:
+                return Row()
+
+        loop = asyncio.new_event_loop()
+        try:
+            server = {"up": False}
+
+            async def probe() -> None:
+                if not server["up"]:
+                    raise psycopg.OperationalError("connection refused")
+
+            pool = _FakePool(Answers, refusal=psycopg.OperationalError("server closed"))
+            runner = Runner(pool, 2.0, loop, probe=probe, probe_interval=0.001)  # type: ignore[arg-type]
+            pins = PostgresPinStore(runner)
+            with pytest.raises(StateUnavailable):
+                _settle(loop, pins.get("gem.example", 1965))
+            _spin(loop, lambda: runner.down)
+            assert pool.asked == 1
+
+            refused = pins.get("gem.example", 1965)
+            assert refused.called  # at once: no deadline waited out
+            with pytest.raises(StateUnavailable) as caught:
+                _settle(loop, refused)
+            assert caught.value.message == "PostgreSQL could not be reached."
+            assert pool.asked == 1  # the pool was not asked
+
+            from gophergem.state.postgres import PostgresState
+
+            state = PostgresState(runner, None, 2.0)
+            assert _settle(loop, state.health())["ok"] is False
+            server["up"] = True
+            pool.refusal = None
+            assert _settle(loop, state.health())["ok"] is True  # asked, not remembered
+            assert runner.down is False
+            _spin(loop, lambda: pool.checks == 1)
+            assert _settle(loop, pins.get("gem.example", 1965)) is None
+            assert pool.asked == 2
+            _stop(loop, runner)
+        finally:
+            loop.close()
+
+    def test_calls_under_way_fail_when_the_server_is_found_down(self) -> None:
+        """
+        A call waiting on a server that is then found gone fails at once,
+        not at its deadline.
+        """
+        import psycopg
+
+        from gophergem.state.postgres import PostgresPinStore
+        from gophergem.state.postgres._runner import Runner
+
+        loop = asyncio.new_event_loop()
+        try:
+            released = asyncio.Event()
+            released.set()  # cancelling the query is quick here
+
+            async def probe() -> None:
+                raise psycopg.OperationalError("connection refused")
+
+            pool = _FakePool(lambda: _Stuck(released))
+            runner = Runner(pool, 3600.0, loop, probe=probe)  # type: ignore[arg-type]
+            waiting = PostgresPinStore(runner).get("gem.example", 1965)
+            loop.run_until_complete(asyncio.sleep(0.01))
+            assert not waiting.called
+            runner.suspect()  # as another call's failure does
+            with pytest.raises(StateUnavailable) as caught:
+                _settle(loop, waiting)
+            assert caught.value.message == "PostgreSQL could not be reached."
+            _stop(loop, runner)
+        finally:
+            loop.close()
+
+    def test_back_by_itself(self) -> None:
+        """While down, the server is tried again until it answers; no call is needed."""
+        import psycopg
+
+        from gophergem.state.postgres._runner import Runner
+
+        loop = asyncio.new_event_loop()
+        try:
+            tries: list[bool] = []
+
+            async def probe() -> None:
+                tries.append(True)
+                if len(tries) < 4:
+                    raise psycopg.OperationalError("connection refused")
+
+            pool = _FakePool(refusal=psycopg.OperationalError("server closed"))
+            runner = Runner(pool, 2.0, loop, probe=probe, probe_interval=0.001)  # type: ignore[arg-type]
+            runner.suspect()
+            _spin(loop, lambda: runner.down)
+            _spin(loop, lambda: not runner.down)
+            assert len(tries) == 4
+            _spin(loop, lambda: pool.checks == 1)
+            _stop(loop, runner)
+        finally:
+            loop.close()
+
+    def test_a_call_that_fails_otherwise_does_not_stop_the_others(self) -> None:
+        """A failure after which the server still answers leaves calls going to the pool."""
+        import psycopg
+
+        from gophergem.state.postgres import PostgresPinStore
+        from gophergem.state.postgres._runner import Runner
+
+        loop = asyncio.new_event_loop()
+        try:
+
+            async def probe() -> None:
+                return None
+
+            pool = _FakePool(refusal=psycopg.OperationalError("deadlock detected"))
+            runner = Runner(pool, 2.0, loop, probe=probe, probe_interval=0.001)  # type: ignore[arg-type]
+            pins = PostgresPinStore(runner)
+            for asked in (1, 2):
+                with pytest.raises(StateUnavailable):
+                    _settle(loop, pins.get("gem.example", 1965))
+                _spin(loop, lambda: runner._checking is None)
+                assert runner.down is False
+                assert pool.asked == asked
+            _stop(loop, runner)
+        finally:
+            loop.close()
+
+    def test_a_broken_pooled_connection_raises_the_alarm(self) -> None:
+        """
+        A connection that fails the pool's check before it is handed out
+        (the server closed it) makes the pool call C{broken}: the pool
+        alone would quietly try others until the call's deadline.
+        """
+        import psycopg
+
+        from gophergem.state.postgres import _pool
+
+        class Closed:
+            autocommit = True
+
+            async def execute(self, *args: object) -> None:
+                raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        class Fine(Closed):
+            async def execute(self, *args: object) -> None:
+                return None
+
+        alarms: list[bool] = []
+        pool = _pool("postgresql://gg@127.0.0.1:1/none", 1.0, lambda: alarms.append(True))
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(pool._check(Fine()))
+            assert alarms == []
+            with pytest.raises(psycopg.OperationalError):
+                loop.run_until_complete(pool._check(Closed()))
+            assert alarms == [True]
+        finally:
+            loop.close()
+
+    def test_connections_find_a_vanished_server_dead(self) -> None:
+        """Every connection has a connect timeout, TCP keepalives and a TCP user timeout."""
+        from gophergem.state.postgres import connection_settings
+
+        settings = connection_settings(2.0)
+        assert settings["connect_timeout"] == 2
+        assert settings["keepalives"] == 1
+        assert settings["tcp_user_timeout"] > 0

@@ -725,3 +725,121 @@ def test_puts_and_discards_reach_both() -> None:
     missed: list[object] = []
     settle(cache.get("k")).addCallback(missed.append)
     assert missed == [None]
+
+
+# --- a replica that shares only Redis ------------------------------------------------
+
+
+def _redis_only(url: str, tmp_path: Path, loop: asyncio.AbstractEventLoop) -> Any:
+    """
+    The service tree of C{gophergem serve --transport http} with only
+    C{GOPHERGEM_REDIS_URL} set, on an asyncio reactor over C{loop} (not
+    running yet, as under C{serve} and twistd).
+    """
+    from twisted.internet.asyncioreactor import AsyncioSelectorReactor
+
+    from gophergem.config import Config
+    from gophergem.service import makeService
+
+    config = Config.from_mapping(
+        {
+            "GOPHERGEM_REDIS_URL": url,
+            "GOPHERGEM_STATE_TIMEOUT_SECONDS": "1",
+            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
+            "GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS": "3600",
+            "GEMINI_TOFU_ENABLED": "false",
+            "GEMINI_CLIENT_CERTS_ENABLED": "false",
+        }
+    )
+    reactor = AsyncioSelectorReactor(loop)
+    return reactor, makeService(
+        config, reactor, transport="http", endpoint="tcp:0:interface=127.0.0.1"
+    )
+
+
+def _dispose(reactor: Any, loop: asyncio.AbstractEventLoop) -> None:
+    reactor.removeAll()
+    reactor.removeReader(reactor.waker)
+    reactor.waker.connectionLost(None)
+    loop.close()
+
+
+def test_a_redis_only_replica_starts_before_the_loop_runs(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """
+    With Redis and no PostgreSQL, the replica connects before the reactor
+    runs (as C{serve} and twistd start it), listens, and C{/health} asks
+    Redis: 200.
+    """
+    loop = asyncio.new_event_loop()
+    reactor, top = _redis_only(redis_url, tmp_path, loop)
+    try:
+        top.privilegedStartService()  # the loop is not running here
+        top.startService()
+        port = top.getServiceNamed("state").getServiceNamed("http").listening
+
+        async def health() -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port.getHost().port)
+            writer.write(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            answer = await reader.read()
+            writer.close()
+            return answer
+
+        answer = loop.run_until_complete(asyncio.wait_for(health(), 30))
+        assert answer.startswith(b"HTTP/1.1 200 "), answer
+        # Subscriptions are in this replica's files: it checks them itself,
+        # not in turns with replicas whose files it never reads.
+        assert top.getServiceNamed("state").getServiceNamed("feeds").claim is None
+        loop.run_until_complete(asyncio.wait_for(top.stopService().asFuture(loop), 30))
+    finally:
+        _dispose(reactor, loop)
+
+
+def test_a_redis_only_replica_refuses_in_one_line_when_redis_is_away(tmp_path: Path) -> None:
+    """Redis unreachable at start-up: L{StateStartError} with one line, no URL."""
+    from gophergem.service import StateStartError
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    reactor, top = _redis_only(f"redis://:sekrit@127.0.0.1:{port}/0", tmp_path, loop)
+    try:
+        with pytest.raises(StateStartError) as caught:
+            top.privilegedStartService()
+        assert str(caught.value) == "STATE_UNAVAILABLE: Redis could not be reached."
+    finally:
+        _dispose(reactor, loop)
+
+
+def test_a_call_cancelled_before_it_runs_leaves_no_warning() -> None:
+    """
+    A call whose Deferred is cancelled before the loop ran it (the client
+    went away) leaves no "coroutine was never awaited" warning in the log.
+    """
+    import gc
+
+    from gophergem.state.redis._client import run_bounded
+
+    async def command() -> None:
+        return None
+
+    loop = asyncio.new_event_loop()
+    try:
+
+        def cancelled_at_once() -> None:
+            d = run_bounded(loop, command(), 1.0)
+            d.cancel()
+            d.addErrback(lambda reason: reason.trap(CancelledError))
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cancelled_at_once()
+            loop.run_until_complete(asyncio.sleep(0))
+            loop.run_until_complete(asyncio.sleep(0))
+            gc.collect()
+        assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+    finally:
+        loop.close()

@@ -41,9 +41,9 @@ from gophergem.auth.tokens import add_token
 from tests.mcp_helpers import bearer_session
 from tests.servers.redis import RedisServer, find_redis_server, start_rate
 
-from .conftest import LOOPBACK, run_async, unused_loopback_port
+from .conftest import LOOPBACK, GopherServer, run_async, tool_payload, unused_loopback_port
 from .gemini_peers import HOSTNAME, CertPair, GeminiCerts
-from .test_http import REPO_ROOT, daemon_env, http_get, running, serve_argv
+from .test_http import REPO_ROOT, daemon_env, http_daemon_argv, http_get, running, serve_argv
 
 pytestmark = pytest.mark.integration
 
@@ -438,6 +438,53 @@ def test_a_replica_without_its_state_does_not_serve(tmp_path: Path, postgres_url
     assert "Traceback" not in behind.stderr
 
 
+def test_a_replica_with_redis_alone_serves(tmp_path: Path, gopher_server: GopherServer) -> None:
+    """
+    C{GOPHERGEM_REDIS_URL} without a database: C{gophergem serve} and
+    C{twistd} start, serve a fetch through the SDK client with the caches in
+    Redis, and C{/health} asks Redis; an unreachable Redis is one line and
+    exit status 1.
+    """
+    import redis as redis_py
+    from mcp import Client
+
+    binary = find_redis_server()
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    redis = RedisServer(binary, tmp_path)
+    redis.start()
+    try:
+        env = daemon_env(
+            tmp_path, GOPHERGEM_REDIS_URL=redis.url, GOPHERGEM_STATE_TIMEOUT_SECONDS="1"
+        )
+        menu = f"gopher://{gopher_server.host}:{gopher_server.port}/"
+        for argv in (serve_argv, http_daemon_argv):
+            with running(argv, env) as daemon:
+
+                async def fetch(daemon: Any = daemon) -> Any:
+                    async with Client(daemon.url, mode=ERA) as client:
+                        return await client.call_tool("gopher_fetch", {"url": menu})
+
+                fetched = tool_payload(run_async(fetch))
+                assert fetched["kind"] == "menu", fetched
+                health = http_get(daemon.port, "/health")
+                assert health.status == 200, health.body
+                assert daemon.stop() in (0, -signal.SIGTERM)
+                assert "Traceback" not in daemon.output(), daemon.output()[-5000:]
+        with redis_py.Redis.from_url(redis.url) as direct:
+            assert direct.keys("gophergem:*"), "nothing was shared through Redis"
+    finally:
+        redis.stop()
+    away = _serve_until_exit(
+        {**env, "GOPHERGEM_REDIS_URL": f"redis://:s3cret@{LOOPBACK}:{redis.port}/0"}
+    )
+    assert away.returncode == 1, away.stderr
+    said = [line for line in away.stderr.splitlines() if line.startswith("gophergem: ")]
+    assert said == ["gophergem: STATE_UNAVAILABLE: Redis could not be reached."]
+    assert "s3cret" not in away.stderr + away.stdout
+    assert "Traceback" not in away.stderr
+
+
 def test_postgresql_outage_is_a_clear_error_and_heals(
     tmp_path: Path, gemini_certs: GeminiCerts
 ) -> None:
@@ -512,6 +559,183 @@ def test_postgresql_outage_is_a_clear_error_and_heals(
                 sys.stderr.write(f"recovered in {time.monotonic() - restarted:.2f} s\n")
                 back = payload(run_async(lambda: call(daemon, alice, "gemini_fetch", page)))
                 assert back["kind"] == "gemtext", back
+                assert daemon.stop() in (0, -signal.SIGTERM)
+                output = daemon.output()
+                assert "Traceback" not in output, output[-5000:]
+                assert alice not in output
+        finally:
+            capsule.stop()
+    finally:
+        subprocess.run(
+            _as_server_user([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _post_call(port: int, token: str, name: str, arguments: dict[str, Any]) -> str:
+    """One tool call as a plain 2026-07-28 JSON-RPC POST; what it answered."""
+    import http.client
+
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": name,
+                "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": ERA,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+    )
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": ERA,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=60)
+    try:
+        connection.request("POST", "/mcp", body, headers)
+        response = connection.getresponse()
+        text = response.read().decode("utf-8")
+    finally:
+        connection.close()
+    if response.status != 200:
+        return f"HTTP {response.status}"
+    if not text.lstrip().startswith("{"):
+        text = [line[6:] for line in text.splitlines() if line.startswith("data: ")][-1]
+    result = json.loads(text).get("result") or {}
+    content = result.get("structuredContent") or {}
+    if content.get("kind") == "error":
+        return str(content["error"]["code"])
+    return "ok"
+
+
+def test_a_postgresql_crash_under_load_is_bounded_and_heals(
+    tmp_path: Path, gemini_certs: GeminiCerts
+) -> None:
+    """
+    Every process of PostgreSQL killed (SIGKILL) while 60 calls run: each
+    call answers, done or STATE_UNAVAILABLE, within the state timeout of
+    the crash (none waits for the fetch's own deadline); acknowledged
+    writes are all there afterwards; /health is 503 while the database is
+    gone and 200 within 5 seconds of its return.
+    """
+    import psycopg
+
+    from tests.servers.postgres import (
+        _as_server_user,
+        crash_postgres,
+        find_binaries,
+        restart_postgres,
+        start_postgres,
+    )
+
+    binaries = find_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL is not installed")
+    bound = 2.0  # GOPHERGEM_STATE_TIMEOUT_SECONDS, the documented default
+    slack = 3.0  # scheduling on a busy machine; a hung call waits 20 s
+    base = Path(tempfile.mkdtemp(prefix="gophergem-pg-crash-"))  # the server's user must reach it
+    server, data = start_postgres(base, binaries)
+    port = int(server.rsplit(":", 1)[1].split("/")[0])
+    try:
+        database = fresh_database(server, "gophergem_crash")
+        with psycopg.connect(server, autocommit=True) as admin:
+            # Durable commits, as in production (the test server's default is off).
+            admin.execute("ALTER DATABASE gophergem_crash SET synchronous_commit = on")
+        tokens = tmp_path / "tokens.json"
+        alice = add_token(tokens, "alice")
+        (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
+        env = daemon_env(
+            tmp_path,
+            GOPHERGEM_DATABASE_URL=database,
+            GOPHERGEM_DATABASE_KEY_FILE=str(tmp_path / "db.key"),
+            GOPHERGEM_AUTH_TOKENS_FILE=str(tokens),
+            GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS="0",
+            GEMINI_ALLOW_LOCAL_HOSTS="true",
+            GEMINI_RESPECT_ROBOTS_TXT="false",
+            GEMINI_REQUESTS_PER_MINUTE="0",
+            GEMINI_TIMEOUT_SECONDS="20",
+        )
+        upgrade = _run([sys.executable, "-m", "gophergem", "db", "upgrade"], env)
+        assert upgrade.returncode == 0, upgrade.stderr
+        capsule = Capsule(unused_loopback_port(), gemini_certs.original)
+        try:
+            with running(serve_argv, env) as daemon:
+                page = {"url": capsule.url("/"), "refresh": True}
+                assert _post_call(daemon.port, alice, "gemini_fetch", page) == "ok"
+
+                calls: list[tuple[str, dict[str, Any]]] = []
+                for index in range(60):
+                    if index % 3 == 2:
+                        calls.append(("feed_subscribe", {"url": capsule.url(f"/log{index}.gmi")}))
+                    else:
+                        calls.append(("gemini_fetch", page))
+                outcomes: list[tuple[str, dict[str, Any], float, float, str]] = []
+
+                def one(name: str, arguments: dict[str, Any]) -> None:
+                    started = time.monotonic()
+                    answer = _post_call(daemon.port, alice, name, arguments)
+                    outcomes.append((name, arguments, started, time.monotonic(), answer))
+
+                threads = [threading.Thread(target=one, args=call) for call in calls]
+                capsule.starts.clear()
+                for thread in threads:
+                    thread.start()
+                deadline = time.monotonic() + 30
+                while len(capsule.starts) < 5 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                killed = time.monotonic()
+                assert crash_postgres(data) >= 1
+                for thread in threads:
+                    thread.join(timeout=60)
+
+                answers = {answer for *_, answer in outcomes}
+                assert len(outcomes) == 60
+                assert answers <= {"ok", "STATE_UNAVAILABLE"}, answers
+                assert "STATE_UNAVAILABLE" in answers
+                late = [
+                    ended - max(started, killed)
+                    for _, _, started, ended, _ in outcomes
+                    if ended > killed
+                ]
+                sys.stderr.write(
+                    f"crash: {len(late)} calls answered after the kill, "
+                    f"the slowest {max(late, default=0):.2f} s after it\n"
+                )
+                assert max(late, default=0) < bound + slack, late
+
+                assert _post_call(daemon.port, alice, "feed_list", {}) == "STATE_UNAVAILABLE"
+                health = http_get(daemon.port, "/health")
+                assert health.status == 503
+                assert json.loads(health.body)["unavailable"] == ["postgresql"]
+
+                restart_postgres(base, binaries, data, port)
+                back = time.monotonic()
+                while http_get(daemon.port, "/health").status != 200:
+                    assert time.monotonic() - back < 5.0, "not healthy 5 s after the return"
+                    time.sleep(0.05)
+                sys.stderr.write(f"healthy {time.monotonic() - back:.2f} s after the return\n")
+                assert _post_call(daemon.port, alice, "gemini_fetch", page) == "ok"
+
+                with psycopg.connect(database, autocommit=True) as connection:
+                    rows = connection.execute("SELECT url FROM gophergem_subscriptions")
+                    stored = {row[0] for row in rows.fetchall()}
+                acknowledged = {
+                    arguments["url"]
+                    for name, arguments, *_, answer in outcomes
+                    if name == "feed_subscribe" and answer == "ok"
+                }
+                assert acknowledged <= stored
                 assert daemon.stop() in (0, -signal.SIGTERM)
                 output = daemon.output()
                 assert "Traceback" not in output, output[-5000:]

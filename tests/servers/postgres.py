@@ -14,6 +14,7 @@ as the C{postgres} user through C{runuser}, in a directory it owns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pwd
 import shutil
@@ -32,9 +33,11 @@ from twisted.internet.defer import Deferred
 
 __all__ = [
     "PostgresHarness",
+    "crash_postgres",
     "find_binaries",
     "postgres_harness",
     "postgres_url",
+    "restart_postgres",
     "start_postgres",
     "wait",
 ]
@@ -135,6 +138,68 @@ def start_postgres(base: Path, binaries: Path) -> tuple[str, Path]:
             raise RuntimeError("PostgreSQL did not become ready")
         time.sleep(0.1)
     return f"postgresql://{USER}@127.0.0.1:{port}/postgres", data
+
+
+def crash_postgres(data: Path) -> int:
+    """
+    Kill every process of the server running on C{data} with SIGKILL at
+    once (the postmaster and all it started), as a crash would; return how
+    many.  L{restart_postgres} starts it again.
+    """
+    import signal
+
+    postmaster = int((data / "postmaster.pid").read_text().splitlines()[0])
+    pids = [postmaster]
+    tasks = Path(f"/proc/{postmaster}/task")
+    for task in tasks.iterdir():
+        try:
+            pids.extend(int(pid) for pid in (task / "children").read_text().split())
+        except OSError:
+            continue
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    # Gone, so that the server can start again on the same data directory.
+    deadline = time.monotonic() + 30
+    for pid in pids:
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return len(pids)
+
+
+def restart_postgres(base: Path, binaries: Path, data: Path, port: int) -> None:
+    """
+    Start the server made by L{start_postgres} again (after a crash:
+    recovery) and wait for it; raise C{RuntimeError} with pg_ctl's words
+    when it does not start.
+    """
+    options = (
+        f"-h 127.0.0.1 -p {port} -k {base} -c fsync=off -c synchronous_commit=off "
+        "-c full_page_writes=off -c max_connections=60"
+    )
+    started = subprocess.run(
+        _as_server_user(
+            [
+                str(binaries / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(base / "pg.log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                options,
+                "start",
+            ]
+        ),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    if started.returncode != 0:
+        log = (base / "pg.log").read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"pg_ctl start failed: {started.stderr.strip()}\n{log}")
 
 
 def _stop(binaries: Path, data: Path) -> None:

@@ -22,6 +22,7 @@ import base64
 import binascii
 import math
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -195,7 +196,8 @@ class PostgresState:
         async def opening() -> PostgresState:
             from psycopg_pool import PoolTimeout
 
-            pool = _pool(url, timeout)
+            alarm: list[Callable[[], None]] = []
+            pool = _pool(url, timeout, lambda: alarm[0]() if alarm else None)
             try:
                 await pool.open(wait=True, timeout=timeout)
             except PoolTimeout:
@@ -206,8 +208,10 @@ class PostgresState:
             except BaseException:
                 await pool.close(timeout=0)
                 raise
+            runner = Runner(pool, timeout, loop)
+            alarm.append(runner.suspect)
             return cls(
-                Runner(pool, timeout, loop),
+                runner,
                 key,
                 timeout,
                 pins_per_principal,
@@ -283,14 +287,20 @@ class PostgresState:
     def health(self) -> Deferred[dict[str, Any]]:
         """
         Fire, never fail, with C{{"ok": bool, "detail": str}} after asking the
-        server a trivial question within L{HEALTH_TIMEOUT}.
+        server a trivial question within L{HEALTH_TIMEOUT}: through the pool,
+        or, while the server is known to be down, on a connection of its own
+        (so the answer turns the moment the server is back).
         """
 
         async def ping(connection: AsyncConnection[Any]) -> None:
             await connection.execute("SELECT 1")
 
         runner = self._runner
-        d = run_bounded(runner.loop, runner._transaction(ping), min(HEALTH_TIMEOUT, runner.timeout))
+        budget = min(HEALTH_TIMEOUT, runner.timeout)
+        if runner.down:
+            d: Deferred[Any] = run_bounded(runner.loop, runner.check_now(), budget)
+        else:
+            d = run_bounded(runner.loop, runner._transaction(ping), budget, runner.suspect)
 
         def ok(_: object) -> dict[str, Any]:
             return {"ok": True, "detail": "PostgreSQL answers."}
@@ -321,11 +331,24 @@ class PostgresState:
     def close(self) -> Deferred[None]:
         """Close the pool: its connections are closed, calls after this fail."""
         runner = self._runner
+        runner.stop()
         return Deferred.fromFuture(runner.loop.create_task(runner.pool.close(timeout=5.0)))
 
 
-def _pool(url: str, timeout: float) -> AsyncConnectionPool[Any]:
+def _pool(url: str, timeout: float, broken: Callable[[], None]) -> AsyncConnectionPool[Any]:
+    """
+    The pool; C{broken} is called when a connection it was about to hand
+    out fails its check (the server may be gone: the pool itself would only
+    try others, and a call would learn nothing until its deadline).
+    """
     from psycopg_pool import AsyncConnectionPool
+
+    async def check(connection: AsyncConnection[Any]) -> None:
+        try:
+            await AsyncConnectionPool.check_connection(connection)
+        except Exception:
+            broken()
+            raise
 
     return AsyncConnectionPool(
         url,
@@ -333,8 +356,29 @@ def _pool(url: str, timeout: float) -> AsyncConnectionPool[Any]:
         max_size=MAX_CONNECTIONS,
         open=False,
         timeout=timeout,
-        check=AsyncConnectionPool.check_connection,
-        # libpq counts whole seconds (and at least 2).
-        kwargs={"connect_timeout": max(2, math.ceil(timeout))},
+        check=check,
+        # The pool's reconnection doubles its wait after each failure
+        # (1, 2, 4, 8... s) until this; a short cycle, restarted by the next
+        # call, keeps it from sleeping through the server's return.
+        reconnect_timeout=max(2.0, 2 * timeout),
+        kwargs=connection_settings(timeout),
         name="gophergem",
     )
+
+
+def connection_settings(timeout: float) -> dict[str, Any]:
+    """
+    libpq settings of every connection: a connect timeout (whole seconds,
+    at least 2), and TCP keepalives and a TCP user timeout, so that a
+    connection to a server that vanished without closing it (a crashed
+    host, a dropped route) is found dead in seconds, not after the
+    kernel's two hours.
+    """
+    return {
+        "connect_timeout": max(2, math.ceil(timeout)),
+        "keepalives": 1,
+        "keepalives_idle": 5,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
+        "tcp_user_timeout": 10_000,  # milliseconds unacknowledged
+    }

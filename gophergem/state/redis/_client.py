@@ -13,6 +13,7 @@ answers C{NOSCRIPT} (after a restart, a failover or C{SCRIPT FLUSH}).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -158,4 +159,9 @@ def run_bounded(
             return Failure(error)
         return reason
 
-    return Deferred.fromFuture(loop.create_task(bounded())).addErrback(coded)
+    task = loop.create_task(bounded())
+    if inspect.iscoroutine(awaitable):
+        # Cancelled before it ran (the caller gave up): C{awaitable} was
+        # never started; close it, or Python warns that it was never awaited.
+        task.add_done_callback(lambda _: awaitable.close())
+    return Deferred.fromFuture(task).addErrback(coded)

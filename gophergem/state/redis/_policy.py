@@ -74,6 +74,17 @@ log = Logger(namespace="gophergem.state.redis")
 MAX_VALUE_BYTES = 16 * 1024 * 1024
 
 
+def _loop_of(reactor: object) -> asyncio.AbstractEventLoop:
+    """The asyncio loop under C{reactor}, else the running one."""
+    loop = getattr(reactor, "_asyncioEventloop", None)
+    if isinstance(loop, asyncio.AbstractEventLoop):
+        return loop
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        raise TypeError("the Redis policy needs Twisted's asyncio reactor") from None
+
+
 @implementer(IPolicyBackend)
 @attrs.frozen
 class RedisPolicy:
@@ -110,9 +121,12 @@ class RedisPolicy:
     ) -> Deferred[RedisPolicy]:
         """
         Connect to the Redis at C{url} (C{redis://}, C{rediss://} or
-        C{unix://}); must be called with the asyncio reactor running.
+        C{unix://}) on the asyncio loop under C{reactor}, whether it runs
+        yet or not (a daemon connects before it starts the reactor).
 
         @param timeout: Seconds any one call may take (the state timeout).
+        @param reactor: Twisted's asyncio reactor (another reactor only when
+            called on a running asyncio loop, which is then used).
         @param prefix: Prepended to every key.
         @param cacheable: The types the response caches may share besides
             the wire values (L{gophergem.state.redis._codec.WIRE_TYPES}): the
@@ -129,7 +143,7 @@ class RedisPolicy:
                 await client.redis.ping()
             return cls(client, reactor, codec, lease_seconds)
 
-        return run_bounded(asyncio.get_running_loop(), opened(), timeout)
+        return run_bounded(_loop_of(reactor), opened(), timeout)
 
     def pacer(self, scheme: str, clock: IReactorTime, requests_per_minute: int) -> IHostPacer:
         """A L{RedisHostPacer}: starts C{60 / requests_per_minute} apart (0: no pacing)."""
