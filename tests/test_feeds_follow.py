@@ -17,7 +17,8 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.logger import globalLogPublisher
 
 from gophergem.errors import FetchTimeout, GophergemError
 from gophergem.feeds.follow import MAX_REDIRECTS, Follower, Updates
@@ -240,6 +241,47 @@ def test_bad_title() -> None:
 # --- what is new -----------------------------------------------------------------------
 
 
+def test_updates_are_fresh() -> None:
+    """
+    Issue 21: what is new is what the capsule lists now, not a cached copy
+    up to the cache's lifetime old; subscribing reads the cache like any
+    fetch.
+    """
+    w = world({"/gemlog/": GEMLOG})
+    w.run(w.follower.fetcher.gemini(f"{BASE}/gemlog/"))  # the page, as a user saw it
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    assert len(w.capsule.requests) == 1
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/2026-12-01-new.gmi 2026-12-01 News\n"
+    assert [e.title for e in w.updates().entries] == ["News"]
+    assert len(w.capsule.requests) == 2
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/2026-12-02-more.gmi 2026-12-02 More\n"
+    w.run(w.follower.check_all())  # the daemon's background check
+    assert w.run(w.follower.subscriptions())[0].unread == 1
+    assert len(w.capsule.requests) == 3
+
+
+def test_fresh_checks_are_paced() -> None:
+    """A burst of checks is paced per host like every fetch: fresh, never faster."""
+    w = world({"/gemlog/": GEMLOG}, gemini={"requests_per_minute": 12})
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    start = w.net.reactor.seconds()
+    burst = [w.follower.updates() for _ in range(3)]
+    outcomes = w.net.run(DeferredList(burst), advance=1)
+    assert [ok and value.errors for ok, value in outcomes] == [(), (), ()]
+    assert len(w.capsule.requests) == 4
+    assert w.net.reactor.seconds() - start >= 3 * 5  # one request per 5 s to this host
+
+
+def test_long_page_is_refreshed_once() -> None:
+    """A fresh check of a page longer than one window downloads it once, not per window."""
+    lines = [f"=> /p/{n:03d}.gmi 2026-01-{1 + n % 28:02d} Post {n}" for n in range(60)]
+    w = world({"/gemlog/": gemtext(*lines)}, gemini={"max_rendered_chars": 2000})
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    before = len(w.capsule.requests)
+    found = w.updates()
+    assert (found.errors, len(w.capsule.requests) - before) == ((), 1)
+
+
 def test_baseline_then_new_entries() -> None:
     """What a page lists when subscribed is read; what appears later is new, and reported once."""
     w = world({"/gemlog/": GEMLOG})
@@ -348,6 +390,69 @@ def test_failing_feed_is_reported_not_raised() -> None:
         f"{BASE}/other/": "PERMANENT_ERROR",
         f"{HOLE}/1/phlog": "CONNECTION_FAILED",
     }
+
+
+OLD_ATOM = (
+    b"20 application/atom+xml\r\n"
+    b'<feed xmlns="http://www.w3.org/2005/Atom"><title>Ancient</title>'
+    b'<entry><title>Before 1000</title><link href="/old/1.gmi"/>'
+    b"<updated>0999-06-01T00:00:00Z</updated></entry>"
+    b'<entry><title>Zero time</title><link href="/old/2.gmi"/>'
+    b"<published>0001-01-01T00:00:00Z</published></entry></feed>"
+)
+
+
+def test_feed_dated_before_year_1000() -> None:
+    """
+    Issue 21: an Atom feed dated 0999 or 0001 is followed, its entries
+    undated; checking it and every other feed still works.
+    """
+    w = world({"/old.xml": OLD_ATOM, "/gemlog/": GEMLOG})
+    subscription, _ = w.run(w.follower.subscribe(f"{BASE}/old.xml"))
+    assert (subscription.feed_type, subscription.entries_known) == ("atom", 2)
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    w.capsule.routes["/old.xml"] = OLD_ATOM.replace(b"/old/2.gmi", b"/old/3.gmi")
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/new.gmi 2026-12-01 News\n"
+    w.later()
+    found = w.updates()
+    assert found.errors == ()
+    assert sorted((e.title, e.published) for e in found.entries) == [
+        ("News", "2026-12-01T12:00:00Z"),
+        ("Zero time", None),
+    ]
+
+
+def test_unexpected_failure_is_that_feeds_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    Issue 21: any unexpected exception while checking one feed is that
+    feed's error (logged once, with its traceback); the others are checked.
+    """
+    import gophergem.feeds.follow
+
+    w = world({"/bad/": gemtext(), "/gemlog/": gemtext()})
+    for path in ("/bad/", "/gemlog/"):
+        w.run(w.follower.subscribe(f"{BASE}{path}"))
+    real = gophergem.feeds.follow.detect_feed
+
+    def detect(url: str, **kwargs: Any) -> Any:
+        if "/bad/" in url:
+            raise RuntimeError("a bug")
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(gophergem.feeds.follow, "detect_feed", detect)
+    w.capsule.routes["/gemlog/"] = gemtext("=> /1.gmi 2026-12-01 One")
+    failures: list[dict[str, Any]] = []
+    globalLogPublisher.addObserver(failures.append)
+    try:
+        found = w.updates()
+    finally:
+        globalLogPublisher.removeObserver(failures.append)
+    assert [e.title for e in found.entries] == ["One"]
+    assert [(e.feed_url, e.error.code) for e in found.errors] == [(f"{BASE}/bad/", "FETCH_ERROR")]
+    logged = [e for e in failures if "log_failure" in e]
+    assert len(logged) == 1 and logged[0]["url"] == f"{BASE}/bad/"
+    last = {s.url: s.last_error for s in w.run(w.follower.subscriptions())}
+    assert last == {f"{BASE}/bad/": "FETCH_ERROR", f"{BASE}/gemlog/": None}
 
 
 def test_failing_feed_keeps_its_entries() -> None:

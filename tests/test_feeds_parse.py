@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import io
+import re
 import time
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gophergem.feeds.dates import (
+    EARLIEST_YEAR,
     is_future,
     iso_from_struct_time,
     parse_date,
@@ -35,6 +37,7 @@ from gophergem.feeds.parse import (
     resolve_link,
     sniff_xml_feed,
 )
+from gophergem.feeds.store import parse_time
 from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem, parse_menu
 
 #: 2026-12-03T12:00:00Z: "now" in every test that needs one.
@@ -117,6 +120,31 @@ def test_iso_from_struct_time() -> None:
     assert iso_from_struct_time(None) is None
     huge = time.struct_time((99999, 1, 1, 0, 0, 0, 0, 1, 0))
     assert iso_from_struct_time(huge) is None
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        ((999, 6, 1, 0, 0, 0), None),
+        ((1, 1, 1, 0, 0, 0), None),
+        ((0, 12, 31, 23, 0, 0), None),
+        ((1969, 12, 31, 23, 59, 59), None),
+        ((1970, 1, 1, 0, 0, 0), "1970-01-01T00:00:00Z"),
+        ((9999, 12, 31, 23, 59, 59), "9999-12-31T23:59:59Z"),
+        ((10000, 1, 1, 4, 59, 59), None),
+        ((2026, 13, 1, 0, 0, 0), None),
+        ((2026, 1, 1, 0, 0, 61), "2026-01-01T00:01:01Z"),
+    ],
+)
+def test_iso_from_struct_time_range(
+    moment: tuple[int, int, int, int, int, int], expected: str | None
+) -> None:
+    """
+    Only 1970 to 9999 is a date (issue 21): an older one (0999, or 0001, the
+    zero time of many feed generators) is no date rather than a
+    three-digit year the stores refuse.
+    """
+    assert iso_from_struct_time(time.struct_time((*moment, 0, 1, 0))) == expected
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -720,6 +748,84 @@ def test_selector_date_never_raises(selector: bytes) -> None:
     """selector_date answers a noon UTC time or None for any bytes."""
     result = selector_date(selector)
     assert result is None or result.endswith("T12:00:00Z")
+
+
+_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _canonical_or_none(result: str | None) -> None:
+    """
+    A feed date is None or C{YYYY-MM-DDTHH:MM:SSZ} from 1970 on that reads
+    back as the same moment (what the stores accept, see L{parse_time}).
+    """
+    if result is None:
+        return
+    assert _ISO.fullmatch(result), result
+    assert parse_time(result) == result
+    assert int(result[:4]) >= EARLIEST_YEAR
+
+
+_FIELD = st.one_of(
+    st.integers(min_value=-3, max_value=70),
+    st.integers(),
+    st.sampled_from([0, 1, 999, 1969, 1970, 9999, 10000]),
+)
+
+
+@given(fields=st.tuples(*[_FIELD] * 9))
+@settings(max_examples=500)
+def test_iso_from_struct_time_property(fields: tuple[int, ...]) -> None:
+    """Any struct_time at all gives None or a canonical time that round-trips."""
+    _canonical_or_none(iso_from_struct_time(time.struct_time(fields)))
+
+
+@given(
+    year=st.integers(min_value=0, max_value=10000),
+    rest=st.tuples(
+        st.integers(1, 12),
+        st.integers(1, 28),
+        st.integers(0, 23),
+        st.integers(0, 59),
+        st.integers(0, 59),
+    ),
+    offset=st.sampled_from(["Z", "+01:00", "-05:00", "+14:00"]),
+    element=st.sampled_from(["updated", "published"]),
+)
+@settings(max_examples=100, deadline=None)
+def test_atom_dates_property(year: int, rest: tuple[int, ...], offset: str, element: str) -> None:
+    """
+    Whatever year an Atom entry names (0000 to 10000, any offset), the entry
+    is kept with a canonical date or none (issue 21: 0999 and 0001 broke
+    every feed tool).
+    """
+    month, day, hour, minute, second = rest
+    stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{offset}"
+    body = (
+        '<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>Old</title>'
+        f'<link href="gemini://example.org/old"/><{element}>{stamp}</{element}></entry></feed>'
+    ).encode()
+    feed = parse_xml_feed(GEMLOG, body)
+    assert feed is not None
+    (entry,) = feed.entries
+    _canonical_or_none(entry.published)
+    if year < EARLIEST_YEAR - 1 or year > 9999:
+        assert entry.published is None
+
+
+@given(text=st.one_of(st.text(max_size=30), st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}.*")))
+def test_parse_date_property(text: str) -> None:
+    """A gemsub day is None or a canonical time."""
+    _canonical_or_none(parse_date(text))
+
+
+@given(
+    selector=st.one_of(
+        st.binary(max_size=40), st.from_regex(rb"/[0-9]{4}-?[0-9]{2}-?[0-9]{2}[a-z./]*")
+    )
+)
+def test_selector_date_property(selector: bytes) -> None:
+    """A phlog selector's day is None or a canonical time."""
+    _canonical_or_none(selector_date(selector))
 
 
 def test_id_as_link() -> None:
