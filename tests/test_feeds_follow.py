@@ -23,10 +23,13 @@ from twisted.logger import globalLogPublisher
 from gophergem.errors import FetchTimeout, GophergemError
 from gophergem.feeds.follow import MAX_REDIRECTS, Follower, Updates
 from gophergem.feeds.store import MemoryFeedStore
+from gophergem.fetcher import Fetcher
+from gophergem.fetcher._pipeline import run_inline
 from gophergem.results import FetchFailure
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from tests import deferring
 from tests.deferring import answers
+from tests.test_offload import HeldOffload
 
 #: Every test runs with the feed store, the fetcher's stores, caches and 44
 #: board answering plainly, with Deferreds, and with Deferreds on the clock.
@@ -634,6 +637,49 @@ def test_failing_later_window(max_windows: int) -> None:
     w.follower.fetcher = FailingLaterWindows(w.follower.fetcher)  # type: ignore[assignment]
     w.follower.max_windows = max_windows
     assert w.fails(w.follower.read(f"{HOLE}/1/phlog")).code == "TIMEOUT"
+
+
+# --- parsing off the reactor (issue 21) --------------------------------------------------
+
+
+def test_pages_are_parsed_through_the_offload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    A page is read as a feed only inside the follower's offload (the
+    reactor's thread pool in production): nothing is parsed on the
+    reactor, and the subscription waits for the parse.
+    """
+    import gophergem.feeds.follow
+
+    parsed: list[str] = []
+    real = gophergem.feeds.follow.detect_feed
+
+    def detect(url: str, **kwargs: Any) -> Any:
+        parsed.append(url)
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(gophergem.feeds.follow, "detect_feed", detect)
+    held = HeldOffload()
+    w = world({"/atom.xml": ATOM})
+    w.follower.offload = held
+    subscribed = w.follower.subscribe(f"{BASE}/atom.xml")
+    w.net.flush()
+    assert (len(held.held), parsed, subscribed.called) == (1, [], False)
+    held.run_all()
+    w.net.flush()
+    subscription, _ = w.run(subscribed)
+    assert (subscription.feed_type, parsed) == ("atom", [f"{BASE}/atom.xml"])
+
+
+def test_the_fetchers_offload_by_default() -> None:
+    """Without an offload of its own, a follower parses where its fetcher parses large pages."""
+    w = world()
+    held = HeldOffload()
+    fetcher = w.follower.fetcher
+    assert isinstance(fetcher, Fetcher)
+    fetcher.gopher_pipeline.offload = held
+    follower = Follower(fetcher, MemoryFeedStore())
+    assert follower._offload() is held
+    assert Follower(FailingLaterWindows(fetcher), MemoryFeedStore())._offload() is run_inline
 
 
 # --- no answer makes it raise anything else ---------------------------------------------

@@ -7,11 +7,13 @@ and feeds, plus hypothesis properties: no input makes a reader raise.
 from __future__ import annotations
 
 import calendar
+import html
 import io
 import re
 import time
 from typing import Any
 
+import attrs
 import feedparser  # type: ignore[import-untyped]
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,10 +28,12 @@ from gophergem.feeds.dates import (
 )
 from gophergem.feeds.parse import (
     FEED_TYPES,
+    MAX_ENTRIES,
     Entry,
     Feed,
     canonical_url,
     clip_title,
+    cut_entries,
     detect_feed,
     parse_gemtext_feed,
     parse_menu_feed,
@@ -37,7 +41,7 @@ from gophergem.feeds.parse import (
     resolve_link,
     sniff_xml_feed,
 )
-from gophergem.feeds.store import parse_time
+from gophergem.feeds.store import MAX_ENTRIES_PER_FEED, parse_time
 from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem, parse_menu
 
 #: 2026-12-03T12:00:00Z: "now" in every test that needs one.
@@ -710,7 +714,7 @@ _ITEMS = st.builds(
 
 
 @given(url=_BASES, items=st.lists(_ITEMS, max_size=10), now=st.floats(allow_nan=True))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_menu_feed_never_raises(url: str, items: list[MenuItem], now: float) -> None:
     """Any menu items, at any time (even a nonsense one), give a well-formed feed."""
     feed = parse_menu_feed(url, items, now=now)
@@ -841,3 +845,185 @@ def test_id_as_link() -> None:
     assert urls(parse_xml_feed(GEMLOG, rss) or Feed("page", None, ())) == [
         "gopher://example.org/0/b"
     ]
+
+
+# --- the entry cap (issue 21) ---------------------------------------------------------------
+
+
+def _rss(count: int, start: int = 0) -> bytes:
+    items = "".join(
+        f"<item><title>Post {n}</title><link>gemini://example.org/{n}</link></item>"
+        for n in range(start, start + count)
+    )
+    channel = f"<channel><title>Big</title>{items}</channel>"
+    return f'<?xml version="1.0"?><rss version="2.0">{channel}</rss>'.encode()
+
+
+def test_feedparser_reads_at_most_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    Issue 21: a feed of MAX_ENTRIES + 500 items is read for its first
+    MAX_ENTRIES; feedparser is never handed the others.
+    """
+    seen: list[bytes] = []
+    real = feedparser.parse
+
+    def spy(source: Any, **kwargs: Any) -> Any:
+        data = source.read()
+        seen.append(data)
+        return real(io.BytesIO(data), **kwargs)
+
+    monkeypatch.setattr(feedparser, "parse", spy)
+    feed = parse_xml_feed(GEMLOG, _rss(MAX_ENTRIES + 500))
+    assert feed is not None
+    assert urls(feed) == [f"gemini://example.org/{n}" for n in range(MAX_ENTRIES)]
+    assert feed.title == "Big"
+    (handed,) = seen
+    assert handed.count(b"<item>") == MAX_ENTRIES
+    assert handed.endswith(b"</channel></rss>")
+
+
+def test_the_cap_is_what_a_store_keeps() -> None:
+    """A feed is read for as many entries as a store remembers of it."""
+    assert MAX_ENTRIES == MAX_ENTRIES_PER_FEED
+
+
+ATOM_TRICKS = b"""<?xml version="1.0" encoding="windows-1252"?>
+<a:feed xmlns:a="http://www.w3.org/2005/Atom">
+  <a:title>Tricks \xe9</a:title>
+  <!-- <a:entry> in a comment is none -->
+  <a:entry><a:title><![CDATA[<a:entry> in CDATA]]></a:title>
+    <a:link href="gemini://example.org/1"/>
+    <a:content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><entry/><item/></div></a:content>
+  </a:entry>
+  <a:entry><a:title>Two</a:title><a:link href="gemini://example.org/2"/></a:entry>
+  <a:entry><a:title>Three</a:title><a:link href="gemini://example.org/3"/></a:entry>
+</a:feed>
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "cut_at"),
+    [
+        (_rss(3), b"<item><title>Post 2"),
+        (ATOM_TRICKS, b"<a:entry><a:title>Three"),
+        (
+            RDF.replace(b"</rdf:RDF>", b"<item><link>gemini://x/2</link></item></rdf:RDF>"),
+            b"<item><link>gemini://x/2",
+        ),
+    ],
+)
+def test_cut_entries(body: bytes, cut_at: bytes) -> None:
+    """The cut falls where the entry after the cap starts; the open elements are closed."""
+    cut = cut_entries(body, 2 if cut_at != b"<item><link>gemini://x/2" else 1)
+    assert cut.startswith(body[: body.index(cut_at)])
+    assert cut_at not in cut
+    assert cut_entries(body, 10) == body
+
+
+def test_cut_keeps_what_it_cannot_read() -> None:
+    """
+    A document expat cannot read up to the cut (ill-formed before it,
+    UTF-16, an internal DTD subset) is left whole, for feedparser to read
+    leniently as before.
+    """
+    broken = _rss(3).replace(b"<title>Post 0</title>", b"<title>Post 0</oops>")
+    assert cut_entries(broken, 1) == broken
+    wide = _rss(3).decode().replace('<?xml version="1.0"?>', "").encode("utf-16")
+    assert cut_entries(wide, 1) == wide
+    subset = _rss(3).replace(b"<rss", b"<!DOCTYPE rss [<!ENTITY e 'x'>]><rss", 1)
+    assert cut_entries(subset, 1) == subset
+    assert cut_entries(b"", 1) == b""
+
+
+def test_cut_entries_windows_1252() -> None:
+    """A document in a one-byte encoding other than Latin-1 is cut too, and read as before."""
+    cut = cut_entries(ATOM_TRICKS, 2)
+    assert cut.endswith(b"</a:feed>")
+    feed = parse_xml_feed(GEMLOG, ATOM_TRICKS, max_entries=2)
+    assert feed is not None
+    assert (feed.title, urls(feed)) == (
+        "Tricks é",
+        ["gemini://example.org/1", "gemini://example.org/2"],
+    )
+    assert feed.entries[0].title == "<a:entry> in CDATA"
+
+
+def test_gemtext_and_menus_read_at_most_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemtext links and menu items past the cap are neither dated nor kept."""
+    import gophergem.feeds.parse
+
+    dated: list[str] = []
+    real = gophergem.feeds.parse.parse_date
+
+    def count(text: str) -> str | None:
+        dated.append(text)
+        return real(text)
+
+    monkeypatch.setattr(gophergem.feeds.parse, "parse_date", count)
+    lines = "".join(f"=> /{n}.gmi 2026-01-02 Post {n}\n" for n in range(50))
+    feed = parse_gemtext_feed(GEMLOG, lines, max_entries=20)
+    assert (feed.feed_type, len(feed.entries), len(dated)) == ("gemsub", 20, 20)
+    dated.clear()
+    items = [
+        MenuItem("0", f"2026-01-02 Post {n}", f"/{n}".encode(), "h", 70, f"gopher://h/0/{n}")
+        for n in range(50)
+    ]
+    feed = parse_menu_feed("gopher://h/1/", items, now=NOW, max_entries=20)
+    assert (feed.feed_type, len(feed.entries), len(dated)) == ("phlog", 20, 20)
+
+
+_POST = st.builds(
+    lambda title, kind: (title, kind),
+    st.text(alphabet=st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=12),
+    st.sampled_from(["plain", "cdata", "comment", "nested"]),
+)
+
+
+def _item(n: int, post: tuple[str, str], atom: bool) -> str:
+    title, kind = post
+    text = html.escape(title)
+    if kind == "cdata":
+        text = "<![CDATA[<item><entry>" + title.replace("]]>", "") + "]]>"
+    extra = {
+        "comment": "<!-- <item><entry> -->",
+        "nested": '<content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><item/></div></content>'
+        if atom
+        else "<description>&lt;item&gt;</description>",
+    }.get(kind, "")
+    if atom:
+        return f'<entry><title>{text}</title><link href="gemini://example.org/{n}"/>{extra}</entry>'
+    return f"<item><title>{text}</title><link>gemini://example.org/{n}</link>{extra}</item>"
+
+
+@given(
+    posts=st.lists(_POST, max_size=8),
+    atom=st.booleans(),
+    cap=st.integers(min_value=1, max_value=6),
+)
+@settings(max_examples=100, deadline=None)
+def test_cutting_changes_nothing_but_the_count(
+    posts: list[tuple[str, str]], atom: bool, cap: int
+) -> None:
+    """A well-formed feed read up to a cap gives exactly the first entries of the whole."""
+    items = "".join(_item(n, post, atom) for n, post in enumerate(posts))
+    if atom:
+        body = f'<feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>{items}</feed>'
+    else:
+        body = f'<rss version="2.0"><channel><title>T</title>{items}</channel></rss>'
+    whole = parse_xml_feed(GEMLOG, body.encode(), max_entries=100)
+    capped = parse_xml_feed(GEMLOG, body.encode(), max_entries=cap)
+    assert whole is not None and capped is not None
+    assert capped == attrs.evolve(whole, entries=whole.entries[:cap])
+
+
+@given(body=st.one_of(_XML, st.binary(max_size=200)), cap=st.integers(min_value=0, max_value=3))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_cut_entries_never_raises(body: bytes, cap: int) -> None:
+    """Any bytes: the cut is a prefix plus closing tags, or the body itself."""
+    cut = cut_entries(body, cap)
+    parts = re.fullmatch(rb"(.*?)((?:</[^<>]+>)*)", cut, re.DOTALL)
+    assert parts is not None and body.startswith(parts.group(1))
+    feed = parse_xml_feed(GEMLOG, body, max_entries=cap)
+    if feed is not None:
+        assert len(feed.entries) <= cap
+        _check(feed)
