@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.task import Clock
 from twisted.logger import globalLogPublisher
 
 from gophergem.errors import FetchTimeout, GophergemError
@@ -607,6 +608,94 @@ def test_windows_are_bounded() -> None:
     w.follower.max_windows = 2
     _, feed = w.run(w.follower.read(f"{HOLE}/1/phlog"))
     assert len(feed.entries) == 14
+
+
+class LoggingClock(Clock):
+    """A clock that notes each call scheduled on it in C{log}."""
+
+    def __init__(self, log: list[object]) -> None:
+        super().__init__()
+        self.log = log
+
+    def callLater(self, delay: float, func: Any, *args: Any, **kw: Any) -> Any:
+        self.log.append(("turn", delay))
+        return super().callLater(delay, func, *args, **kw)
+
+
+@attrs.define
+class CountedWindows:
+    """A fetcher that notes each window asked for in C{log}, on a clock of its own."""
+
+    fetcher: Any
+    log: list[object] = attrs.field(factory=list)
+    clock: Clock = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.clock = LoggingClock(self.log)
+
+    def gemini(self, url: str, *, offset: int = 0, **options: Any) -> Deferred[Any]:
+        self.log.append(("window", offset))
+        d: Deferred[Any] = self.fetcher.gemini(url, offset=offset, **options)
+        return d
+
+
+@pytest.mark.parametrize("answers", ["plain"])
+def test_the_reactor_runs_between_windows() -> None:
+    """
+    Issue 21: each further window of a long page is read only after the
+    reactor has had a turn (cutting 20 windows at once held it for 100 ms).
+    """
+    lines = [f"=> /p/{n:03d}.gmi 2026-01-{1 + n % 28:02d} Post {n}" for n in range(60)]
+    w = world({"/gemlog/": gemtext(*lines)}, gemini={"max_rendered_chars": 2000})
+    counted = CountedWindows(w.follower.fetcher)
+    follower = Follower(counted, MemoryFeedStore(), offload=run_inline)
+    reading = Deferred.fromCoroutine(follower.read(f"{BASE}/gemlog/"))
+    w.net.flush()
+    assert counted.log == [("window", 0), ("turn", 0)]
+    counted.clock.advance(0)
+    _, feed = w.run(reading)
+    assert len(feed.entries) == 60
+    kinds = [kind for kind, _ in counted.log]  # type: ignore[misc]
+    assert len(kinds) > 10
+    assert kinds == ["window", "turn"] * (len(kinds) // 2) + ["window"]
+
+
+@attrs.define
+class LoggedStore:
+    """A store that notes each call that reads or writes entries in C{log}."""
+
+    store: MemoryFeedStore
+    log: list[object]
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.store, name)
+        if name in ("record_check", "unread", "mark_read"):
+            self.log.append(("store", name))
+        return found
+
+
+@pytest.mark.parametrize("answers", ["plain"])
+def test_the_reactor_runs_between_store_calls() -> None:
+    """Issue 21: a check's store calls (tens of ms each for a large feed) each get a turn."""
+    w = world({"/gemlog/": GEMLOG})
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/new.gmi 2026-12-01 News\n"
+    counted = CountedWindows(w.follower.fetcher)
+    store = LoggedStore(w.follower.store, counted.log)  # type: ignore[arg-type]
+    follower = Follower(counted, store, offload=run_inline)  # type: ignore[arg-type]
+    checking = follower.updates()
+    while not checking.called:
+        w.net.flush()
+        counted.clock.advance(0)
+    assert len(w.run(checking).entries) == 1
+    calls = [entry for entry in counted.log if entry != ("window", 0)]
+    assert calls == [
+        ("store", "record_check"),
+        ("turn", 0),
+        ("store", "unread"),
+        ("turn", 0),
+        ("store", "mark_read"),
+    ]
 
 
 @attrs.define

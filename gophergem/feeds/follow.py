@@ -13,7 +13,8 @@ every method that touches it returns a Deferred.
 Reading a page:
 
   - a page longer than one window is read window by window (from the one
-    download the cache keeps), at most L{MAX_WINDOWS} of them;
+    download the cache keeps), at most L{MAX_WINDOWS} of them, the reactor
+    let go between two (cutting a window costs milliseconds);
   - a redirect is followed, at most L{MAX_REDIRECTS} times, each hop a
     fetch under the same policy;
   - what the page is (gemsub, Atom, RSS, dated phlog, or a plain page whose
@@ -40,6 +41,8 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import CancelledError, Deferred, DeferredList
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from gophergem.config import Config
@@ -207,10 +210,20 @@ class Follower:
             window = getattr(last, "window", None)
             if window is None or window.next_offset is None:
                 break
+            await self._breathe()
             windows.append(await self._fetch(url, window.next_offset))
         if isinstance(windows[-1], FetchFailure):  # the last window read may have failed too
             raise windows[-1].error
         return await self._offload()(self._parser(url, windows))
+
+    async def _breathe(self) -> None:
+        """
+        Let the reactor run what else is due (a turn of its loop), when the
+        fetcher names its clock: between two windows, two store calls.
+        """
+        clock: IReactorTime | None = getattr(self.fetcher, "clock", None)
+        if clock is not None:
+            await deferLater(clock, 0)
 
     def _offload(self) -> Offload:
         """L{offload}, else the fetcher's (a L{Fetcher<gophergem.fetcher.Fetcher>} has one)."""
@@ -412,9 +425,13 @@ class Follower:
                 )
         keys = [key] if key is not None else [s.url for s in await self.subscriptions()]
         errors = await self._check_keys(keys)
+        # A file store answers at once, after tens of milliseconds for a large
+        # feed: the reactor gets a turn between two such calls.
+        await self._breathe()
         found: list[tuple[Subscription, StoredEntry]] = await settle(self.store.unread(key, since))
         shown = found[:limit]
         if mark_read and shown:
+            await self._breathe()
             await settle(self.store.mark_read([(sub.url, entry.url) for sub, entry in shown]))
         return Updates(
             entries=tuple(_update(sub, entry) for sub, entry in shown),

@@ -279,17 +279,22 @@ def sniff_xml_feed(body: bytes) -> str | None:
 
 
 _TAG = re.compile(r"<[^>]*>")
+# Elements whose content is no text either (feedparser's sanitiser drops them whole).
+_HIDDEN = re.compile(r"<(script|style|applet)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 def _text_of(value: Any, detail: Any) -> str:
-    """A feedparser title as plain text: markup removed when it is HTML."""
+    """
+    A feedparser title as plain text: markup removed when it is HTML (with
+    the content of C{script}, C{style} and C{applet} elements).
+    """
     if not isinstance(value, str):
         return ""
     text: str = value
     kind = detail.get("type") if isinstance(detail, dict) else None
     if kind in _HTML_TYPES:
-        text = html.unescape(_TAG.sub("", text))
+        text = html.unescape(_TAG.sub("", _HIDDEN.sub("", text)))
     return text
 
 
@@ -377,7 +382,10 @@ def parse_xml_feed(url: str, body: bytes, *, max_entries: int = MAX_ENTRIES) -> 
         import feedparser  # type: ignore[import-untyped]
 
         document = cut_entries(body, max_entries)
-        result = feedparser.parse(io.BytesIO(document), resolve_relative_uris=False)
+        # No HTML sanitising: only titles are kept, and _text_of makes them plain text.
+        result = feedparser.parse(
+            io.BytesIO(document), resolve_relative_uris=False, sanitize_html=False
+        )
     except Exception:  # feedparser's lenient parsers on hostile input
         return Feed(feed_type, None, ())
     return _xml_feed(url, feed_type, result, max_entries)
@@ -417,7 +425,8 @@ def _xml_entries(url: str, items: Iterable[Any]) -> Iterator[Entry]:
 
 
 def _linkable(item: MenuItem) -> bool:
-    return item.item_type not in ("i", "3") and bool(item.next_url.strip())
+    """Whether C{item} links somewhere: not info or error, a URL with something printable."""
+    return item.item_type not in ("i", "3") and clip_title(item.next_url) is not None
 
 
 def _menu_post(item: MenuItem, now: float) -> Entry | None:
