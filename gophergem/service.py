@@ -74,10 +74,16 @@ class FeedCheckService(Service):
 
     The first check runs one interval after the service starts, not at
     start-up; a check still running when the next is due delays it (runs
-    never overlap).  Each run logs one line (C{checked N, new M, failed K})
-    and each failure at warn, without a traceback; a run never stops the
-    schedule.  Stopping the service cancels a check in flight (the store
-    keeps what was recorded before).
+    never overlap).  Each check reads what the capsules serve now, past the
+    response cache (L{Follower.check_all}), paced like every fetch.  Each
+    run logs one line (C{checked N, new M, failed K}) and each failure at
+    warn, without a traceback; a run never stops the schedule.  Every
+    person and every feed is checked on its own: a feed that fails is that
+    feed's failure (see L{Follower.check_all}), a person whose check fails
+    as a whole (their store down, a bug) is logged once and counted as one
+    failure, and everyone after them is still checked.  Stopping the
+    service cancels a check in flight (the store keeps what was recorded
+    before).
 
     @ivar follower: The follower the MCP server uses, so tools and checks
         share one store.
@@ -142,12 +148,19 @@ class FeedCheckService(Service):
         if self.claim is not None and not await self.claim():
             self.log.debug("feeds: another replica checks this time")
             return
-        checked, new, failed = await self._check_one(self.follower)
+        checked, new, failed = await self._check_person(None, self.follower)
         if self.on_checked is not None:
             self.on_checked()
         if self.others is not None:
-            for principal, follower in await self.others():
-                counts = await self._check_one(follower)
+            try:
+                others = await self.others()
+            except CancelledError:
+                raise
+            except Exception:
+                self._person_failed(Failure(), "the other principals")
+                others = []
+            for principal, follower in others:
+                counts = await self._check_person(principal, follower)
                 checked, new, failed = checked + counts[0], new + counts[1], failed + counts[2]
                 if self.on_checked_for is not None:
                     self.on_checked_for(principal)
@@ -157,6 +170,33 @@ class FeedCheckService(Service):
             new=new,
             failed=failed,
         )
+
+    async def _check_person(
+        self, principal: str | None, follower: Follower
+    ) -> tuple[int, int, int]:
+        """L{_check_one}; a failure of the whole is logged once and counts as one."""
+        try:
+            return await self._check_one(follower)
+        except CancelledError:
+            raise
+        except Exception:
+            self._person_failed(Failure(), "the owner" if principal is None else principal)
+            return 0, 0, 1
+
+    def _person_failed(self, failure: Failure, who: str) -> None:
+        """Log, once, that the check of C{who} failed as a whole."""
+        from gophergem.errors import GophergemError
+
+        error = failure.value
+        if isinstance(error, GophergemError):
+            self.log.warn(
+                "feeds: the check of {who} failed: {code}: {message}",
+                who=who,
+                code=error.code,
+                message=error.message,
+            )
+        else:
+            self.log.failure("feeds: the check of {who} failed unexpectedly", failure, who=who)
 
     async def _check_one(self, follower: Follower) -> tuple[int, int, int]:
         store = follower.store  # may answer later: each call is settled

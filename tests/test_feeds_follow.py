@@ -17,15 +17,20 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.task import Clock
+from twisted.logger import globalLogPublisher
 
 from gophergem.errors import FetchTimeout, GophergemError
 from gophergem.feeds.follow import MAX_REDIRECTS, Follower, Updates
 from gophergem.feeds.store import MemoryFeedStore
+from gophergem.fetcher import Fetcher
+from gophergem.fetcher._pipeline import run_inline
 from gophergem.results import FetchFailure
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from tests import deferring
 from tests.deferring import answers
+from tests.test_offload import HeldOffload
 
 #: Every test runs with the feed store, the fetcher's stores, caches and 44
 #: board answering plainly, with Deferreds, and with Deferreds on the clock.
@@ -240,6 +245,47 @@ def test_bad_title() -> None:
 # --- what is new -----------------------------------------------------------------------
 
 
+def test_updates_are_fresh() -> None:
+    """
+    Issue 21: what is new is what the capsule lists now, not a cached copy
+    up to the cache's lifetime old; subscribing reads the cache like any
+    fetch.
+    """
+    w = world({"/gemlog/": GEMLOG})
+    w.run(w.follower.fetcher.gemini(f"{BASE}/gemlog/"))  # the page, as a user saw it
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    assert len(w.capsule.requests) == 1
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/2026-12-01-new.gmi 2026-12-01 News\n"
+    assert [e.title for e in w.updates().entries] == ["News"]
+    assert len(w.capsule.requests) == 2
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/2026-12-02-more.gmi 2026-12-02 More\n"
+    w.run(w.follower.check_all())  # the daemon's background check
+    assert w.run(w.follower.subscriptions())[0].unread == 1
+    assert len(w.capsule.requests) == 3
+
+
+def test_fresh_checks_are_paced() -> None:
+    """A burst of checks is paced per host like every fetch: fresh, never faster."""
+    w = world({"/gemlog/": GEMLOG}, gemini={"requests_per_minute": 12})
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    start = w.net.reactor.seconds()
+    burst = [w.follower.updates() for _ in range(3)]
+    outcomes = w.net.run(DeferredList(burst), advance=1)
+    assert [ok and value.errors for ok, value in outcomes] == [(), (), ()]
+    assert len(w.capsule.requests) == 4
+    assert w.net.reactor.seconds() - start >= 3 * 5  # one request per 5 s to this host
+
+
+def test_long_page_is_refreshed_once() -> None:
+    """A fresh check of a page longer than one window downloads it once, not per window."""
+    lines = [f"=> /p/{n:03d}.gmi 2026-01-{1 + n % 28:02d} Post {n}" for n in range(60)]
+    w = world({"/gemlog/": gemtext(*lines)}, gemini={"max_rendered_chars": 2000})
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    before = len(w.capsule.requests)
+    found = w.updates()
+    assert (found.errors, len(w.capsule.requests) - before) == ((), 1)
+
+
 def test_baseline_then_new_entries() -> None:
     """What a page lists when subscribed is read; what appears later is new, and reported once."""
     w = world({"/gemlog/": GEMLOG})
@@ -348,6 +394,69 @@ def test_failing_feed_is_reported_not_raised() -> None:
         f"{BASE}/other/": "PERMANENT_ERROR",
         f"{HOLE}/1/phlog": "CONNECTION_FAILED",
     }
+
+
+OLD_ATOM = (
+    b"20 application/atom+xml\r\n"
+    b'<feed xmlns="http://www.w3.org/2005/Atom"><title>Ancient</title>'
+    b'<entry><title>Before 1000</title><link href="/old/1.gmi"/>'
+    b"<updated>0999-06-01T00:00:00Z</updated></entry>"
+    b'<entry><title>Zero time</title><link href="/old/2.gmi"/>'
+    b"<published>0001-01-01T00:00:00Z</published></entry></feed>"
+)
+
+
+def test_feed_dated_before_year_1000() -> None:
+    """
+    Issue 21: an Atom feed dated 0999 or 0001 is followed, its entries
+    undated; checking it and every other feed still works.
+    """
+    w = world({"/old.xml": OLD_ATOM, "/gemlog/": GEMLOG})
+    subscription, _ = w.run(w.follower.subscribe(f"{BASE}/old.xml"))
+    assert (subscription.feed_type, subscription.entries_known) == ("atom", 2)
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    w.capsule.routes["/old.xml"] = OLD_ATOM.replace(b"/old/2.gmi", b"/old/3.gmi")
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/new.gmi 2026-12-01 News\n"
+    w.later()
+    found = w.updates()
+    assert found.errors == ()
+    assert sorted((e.title, e.published) for e in found.entries) == [
+        ("News", "2026-12-01T12:00:00Z"),
+        ("Zero time", None),
+    ]
+
+
+def test_unexpected_failure_is_that_feeds_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    Issue 21: any unexpected exception while checking one feed is that
+    feed's error (logged once, with its traceback); the others are checked.
+    """
+    import gophergem.feeds.follow
+
+    w = world({"/bad/": gemtext(), "/gemlog/": gemtext()})
+    for path in ("/bad/", "/gemlog/"):
+        w.run(w.follower.subscribe(f"{BASE}{path}"))
+    real = gophergem.feeds.follow.detect_feed
+
+    def detect(url: str, **kwargs: Any) -> Any:
+        if "/bad/" in url:
+            raise RuntimeError("a bug")
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(gophergem.feeds.follow, "detect_feed", detect)
+    w.capsule.routes["/gemlog/"] = gemtext("=> /1.gmi 2026-12-01 One")
+    failures: list[dict[str, Any]] = []
+    globalLogPublisher.addObserver(failures.append)
+    try:
+        found = w.updates()
+    finally:
+        globalLogPublisher.removeObserver(failures.append)
+    assert [e.title for e in found.entries] == ["One"]
+    assert [(e.feed_url, e.error.code) for e in found.errors] == [(f"{BASE}/bad/", "FETCH_ERROR")]
+    logged = [e for e in failures if "log_failure" in e]
+    assert len(logged) == 1 and logged[0]["url"] == f"{BASE}/bad/"
+    last = {s.url: s.last_error for s in w.run(w.follower.subscriptions())}
+    assert last == {f"{BASE}/bad/": "FETCH_ERROR", f"{BASE}/gemlog/": None}
 
 
 def test_failing_feed_keeps_its_entries() -> None:
@@ -501,6 +610,94 @@ def test_windows_are_bounded() -> None:
     assert len(feed.entries) == 14
 
 
+class LoggingClock(Clock):
+    """A clock that notes each call scheduled on it in C{log}."""
+
+    def __init__(self, log: list[object]) -> None:
+        super().__init__()
+        self.log = log
+
+    def callLater(self, delay: float, func: Any, *args: Any, **kw: Any) -> Any:
+        self.log.append(("turn", delay))
+        return super().callLater(delay, func, *args, **kw)
+
+
+@attrs.define
+class CountedWindows:
+    """A fetcher that notes each window asked for in C{log}, on a clock of its own."""
+
+    fetcher: Any
+    log: list[object] = attrs.field(factory=list)
+    clock: Clock = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.clock = LoggingClock(self.log)
+
+    def gemini(self, url: str, *, offset: int = 0, **options: Any) -> Deferred[Any]:
+        self.log.append(("window", offset))
+        d: Deferred[Any] = self.fetcher.gemini(url, offset=offset, **options)
+        return d
+
+
+@pytest.mark.parametrize("answers", ["plain"])
+def test_the_reactor_runs_between_windows() -> None:
+    """
+    Issue 21: each further window of a long page is read only after the
+    reactor has had a turn (cutting 20 windows at once held it for 100 ms).
+    """
+    lines = [f"=> /p/{n:03d}.gmi 2026-01-{1 + n % 28:02d} Post {n}" for n in range(60)]
+    w = world({"/gemlog/": gemtext(*lines)}, gemini={"max_rendered_chars": 2000})
+    counted = CountedWindows(w.follower.fetcher)
+    follower = Follower(counted, MemoryFeedStore(), offload=run_inline)
+    reading = Deferred.fromCoroutine(follower.read(f"{BASE}/gemlog/"))
+    w.net.flush()
+    assert counted.log == [("window", 0), ("turn", 0)]
+    counted.clock.advance(0)
+    _, feed = w.run(reading)
+    assert len(feed.entries) == 60
+    kinds = [kind for kind, _ in counted.log]  # type: ignore[misc]
+    assert len(kinds) > 10
+    assert kinds == ["window", "turn"] * (len(kinds) // 2) + ["window"]
+
+
+@attrs.define
+class LoggedStore:
+    """A store that notes each call that reads or writes entries in C{log}."""
+
+    store: MemoryFeedStore
+    log: list[object]
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.store, name)
+        if name in ("record_check", "unread", "mark_read"):
+            self.log.append(("store", name))
+        return found
+
+
+@pytest.mark.parametrize("answers", ["plain"])
+def test_the_reactor_runs_between_store_calls() -> None:
+    """Issue 21: a check's store calls (tens of ms each for a large feed) each get a turn."""
+    w = world({"/gemlog/": GEMLOG})
+    w.run(w.follower.subscribe(f"{BASE}/gemlog/"))
+    w.capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/new.gmi 2026-12-01 News\n"
+    counted = CountedWindows(w.follower.fetcher)
+    store = LoggedStore(w.follower.store, counted.log)  # type: ignore[arg-type]
+    follower = Follower(counted, store, offload=run_inline)  # type: ignore[arg-type]
+    checking = follower.updates()
+    while not checking.called:
+        w.net.flush()
+        counted.clock.advance(0)
+    assert len(w.run(checking).entries) == 1
+    calls = [entry for entry in counted.log if entry != ("window", 0)]
+    assert calls == [
+        ("store", "record_check"),
+        ("turn", 0),
+        ("store", "unread"),
+        ("turn", 0),
+        ("store", "mark_read"),
+    ]
+
+
 @attrs.define
 class FailingLaterWindows:
     """A fetcher whose windows after the first fail (a page gone between two window reads)."""
@@ -529,6 +726,49 @@ def test_failing_later_window(max_windows: int) -> None:
     w.follower.fetcher = FailingLaterWindows(w.follower.fetcher)  # type: ignore[assignment]
     w.follower.max_windows = max_windows
     assert w.fails(w.follower.read(f"{HOLE}/1/phlog")).code == "TIMEOUT"
+
+
+# --- parsing off the reactor (issue 21) --------------------------------------------------
+
+
+def test_pages_are_parsed_through_the_offload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    A page is read as a feed only inside the follower's offload (the
+    reactor's thread pool in production): nothing is parsed on the
+    reactor, and the subscription waits for the parse.
+    """
+    import gophergem.feeds.follow
+
+    parsed: list[str] = []
+    real = gophergem.feeds.follow.detect_feed
+
+    def detect(url: str, **kwargs: Any) -> Any:
+        parsed.append(url)
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(gophergem.feeds.follow, "detect_feed", detect)
+    held = HeldOffload()
+    w = world({"/atom.xml": ATOM})
+    w.follower.offload = held
+    subscribed = w.follower.subscribe(f"{BASE}/atom.xml")
+    w.net.flush()
+    assert (len(held.held), parsed, subscribed.called) == (1, [], False)
+    held.run_all()
+    w.net.flush()
+    subscription, _ = w.run(subscribed)
+    assert (subscription.feed_type, parsed) == ("atom", [f"{BASE}/atom.xml"])
+
+
+def test_the_fetchers_offload_by_default() -> None:
+    """Without an offload of its own, a follower parses where its fetcher parses large pages."""
+    w = world()
+    held = HeldOffload()
+    fetcher = w.follower.fetcher
+    assert isinstance(fetcher, Fetcher)
+    fetcher.gopher_pipeline.offload = held
+    follower = Follower(fetcher, MemoryFeedStore())
+    assert follower._offload() is held
+    assert Follower(FailingLaterWindows(fetcher), MemoryFeedStore())._offload() is run_inline
 
 
 # --- no answer makes it raise anything else ---------------------------------------------

@@ -7,16 +7,20 @@ and feeds, plus hypothesis properties: no input makes a reader raise.
 from __future__ import annotations
 
 import calendar
+import html
 import io
+import re
 import time
 from typing import Any
 
+import attrs
 import feedparser  # type: ignore[import-untyped]
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gophergem.feeds.dates import (
+    EARLIEST_YEAR,
     is_future,
     iso_from_struct_time,
     parse_date,
@@ -24,10 +28,12 @@ from gophergem.feeds.dates import (
 )
 from gophergem.feeds.parse import (
     FEED_TYPES,
+    MAX_ENTRIES,
     Entry,
     Feed,
     canonical_url,
     clip_title,
+    cut_entries,
     detect_feed,
     parse_gemtext_feed,
     parse_menu_feed,
@@ -35,6 +41,7 @@ from gophergem.feeds.parse import (
     resolve_link,
     sniff_xml_feed,
 )
+from gophergem.feeds.store import MAX_ENTRIES_PER_FEED, parse_time
 from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem, parse_menu
 
 #: 2026-12-03T12:00:00Z: "now" in every test that needs one.
@@ -117,6 +124,31 @@ def test_iso_from_struct_time() -> None:
     assert iso_from_struct_time(None) is None
     huge = time.struct_time((99999, 1, 1, 0, 0, 0, 0, 1, 0))
     assert iso_from_struct_time(huge) is None
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        ((999, 6, 1, 0, 0, 0), None),
+        ((1, 1, 1, 0, 0, 0), None),
+        ((0, 12, 31, 23, 0, 0), None),
+        ((1969, 12, 31, 23, 59, 59), None),
+        ((1970, 1, 1, 0, 0, 0), "1970-01-01T00:00:00Z"),
+        ((9999, 12, 31, 23, 59, 59), "9999-12-31T23:59:59Z"),
+        ((10000, 1, 1, 4, 59, 59), None),
+        ((2026, 13, 1, 0, 0, 0), None),
+        ((2026, 1, 1, 0, 0, 61), "2026-01-01T00:01:01Z"),
+    ],
+)
+def test_iso_from_struct_time_range(
+    moment: tuple[int, int, int, int, int, int], expected: str | None
+) -> None:
+    """
+    Only 1970 to 9999 is a date (issue 21): an older one (0999, or 0001, the
+    zero time of many feed generators) is no date rather than a
+    three-digit year the stores refuse.
+    """
+    assert iso_from_struct_time(time.struct_time((*moment, 0, 1, 0))) == expected
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -332,6 +364,13 @@ def test_menu_page() -> None:
             Entry("gopher://example.org/1", "gopher://example.org/1", None),
         ),
     )
+
+
+@pytest.mark.parametrize("next_url", ["", " ", "\x00", "\u2028\t"])
+def test_menu_item_linking_nowhere(next_url: str) -> None:
+    """An item whose URL has nothing printable is no entry (hypothesis found ' ' and NUL)."""
+    item = MenuItem("0", "", b"", "h", 70, next_url)
+    assert parse_menu_feed("gopher://h/1/", [item], now=NOW) == Feed("page", None, ())
 
 
 def test_menu_without_info_line_has_no_title() -> None:
@@ -682,7 +721,7 @@ _ITEMS = st.builds(
 
 
 @given(url=_BASES, items=st.lists(_ITEMS, max_size=10), now=st.floats(allow_nan=True))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_menu_feed_never_raises(url: str, items: list[MenuItem], now: float) -> None:
     """Any menu items, at any time (even a nonsense one), give a well-formed feed."""
     feed = parse_menu_feed(url, items, now=now)
@@ -722,6 +761,84 @@ def test_selector_date_never_raises(selector: bytes) -> None:
     assert result is None or result.endswith("T12:00:00Z")
 
 
+_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def _canonical_or_none(result: str | None) -> None:
+    """
+    A feed date is None or C{YYYY-MM-DDTHH:MM:SSZ} from 1970 on that reads
+    back as the same moment (what the stores accept, see L{parse_time}).
+    """
+    if result is None:
+        return
+    assert _ISO.fullmatch(result), result
+    assert parse_time(result) == result
+    assert int(result[:4]) >= EARLIEST_YEAR
+
+
+_FIELD = st.one_of(
+    st.integers(min_value=-3, max_value=70),
+    st.integers(),
+    st.sampled_from([0, 1, 999, 1969, 1970, 9999, 10000]),
+)
+
+
+@given(fields=st.tuples(*[_FIELD] * 9))
+@settings(max_examples=500)
+def test_iso_from_struct_time_property(fields: tuple[int, ...]) -> None:
+    """Any struct_time at all gives None or a canonical time that round-trips."""
+    _canonical_or_none(iso_from_struct_time(time.struct_time(fields)))
+
+
+@given(
+    year=st.integers(min_value=0, max_value=10000),
+    rest=st.tuples(
+        st.integers(1, 12),
+        st.integers(1, 28),
+        st.integers(0, 23),
+        st.integers(0, 59),
+        st.integers(0, 59),
+    ),
+    offset=st.sampled_from(["Z", "+01:00", "-05:00", "+14:00"]),
+    element=st.sampled_from(["updated", "published"]),
+)
+@settings(max_examples=100, deadline=None)
+def test_atom_dates_property(year: int, rest: tuple[int, ...], offset: str, element: str) -> None:
+    """
+    Whatever year an Atom entry names (0000 to 10000, any offset), the entry
+    is kept with a canonical date or none (issue 21: 0999 and 0001 broke
+    every feed tool).
+    """
+    month, day, hour, minute, second = rest
+    stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{offset}"
+    body = (
+        '<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>Old</title>'
+        f'<link href="gemini://example.org/old"/><{element}>{stamp}</{element}></entry></feed>'
+    ).encode()
+    feed = parse_xml_feed(GEMLOG, body)
+    assert feed is not None
+    (entry,) = feed.entries
+    _canonical_or_none(entry.published)
+    if year < EARLIEST_YEAR - 1:  # (feedparser reads a five-digit year its own way)
+        assert entry.published is None
+
+
+@given(text=st.one_of(st.text(max_size=30), st.from_regex(r"[0-9]{4}-[0-9]{2}-[0-9]{2}.*")))
+def test_parse_date_property(text: str) -> None:
+    """A gemsub day is None or a canonical time."""
+    _canonical_or_none(parse_date(text))
+
+
+@given(
+    selector=st.one_of(
+        st.binary(max_size=40), st.from_regex(rb"/[0-9]{4}-?[0-9]{2}-?[0-9]{2}[a-z./]*")
+    )
+)
+def test_selector_date_property(selector: bytes) -> None:
+    """A phlog selector's day is None or a canonical time."""
+    _canonical_or_none(selector_date(selector))
+
+
 def test_id_as_link() -> None:
     """An id or guid stands for a missing link only when it is a gemini or gopher URL."""
     atom = b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>urn:x:3</id></entry>'
@@ -737,12 +854,212 @@ def test_id_as_link() -> None:
     ]
 
 
-@pytest.mark.parametrize("next_url", ["\x1b", " ", "\u200b"])
-def test_entry_without_printable_title_or_url_is_untitled(next_url: str) -> None:
+# --- the entry cap (issue 21) ---------------------------------------------------------------
+
+
+def _rss(count: int, start: int = 0) -> bytes:
+    items = "".join(
+        f"<item><title>Post {n}</title><link>gemini://example.org/{n}</link></item>"
+        for n in range(start, start + count)
+    )
+    channel = f"<channel><title>Big</title>{items}</channel>"
+    return f'<?xml version="1.0"?><rss version="2.0">{channel}</rss>'.encode()
+
+
+def test_feedparser_reads_at_most_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
     """
-    An item whose title and URL both sanitise to nothing is titled
-    "(untitled)", never the raw URL with its control characters.
+    Issue 21: a feed of MAX_ENTRIES + 500 items is read for its first
+    MAX_ENTRIES; feedparser is never handed the others.
     """
-    item = MenuItem("0", "", b"", "", 0, next_url)
-    feed = parse_menu_feed("gopher://example.org/1/", [item], now=0.0)
-    assert [entry.title for entry in feed.entries] == ["(untitled)"]
+    seen: list[bytes] = []
+    real = feedparser.parse
+
+    def spy(source: Any, **kwargs: Any) -> Any:
+        data = source.read()
+        seen.append(data)
+        return real(io.BytesIO(data), **kwargs)
+
+    monkeypatch.setattr(feedparser, "parse", spy)
+    feed = parse_xml_feed(GEMLOG, _rss(MAX_ENTRIES + 500))
+    assert feed is not None
+    assert urls(feed) == [f"gemini://example.org/{n}" for n in range(MAX_ENTRIES)]
+    assert feed.title == "Big"
+    (handed,) = seen
+    assert handed.count(b"<item>") == MAX_ENTRIES
+    assert handed.endswith(b"</channel></rss>")
+
+
+def test_feedparser_does_not_sanitise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    Issue 21: feedparser's HTML sanitiser is off (it took half the parse, on
+    content that is thrown away); an HTML title still comes out plain text,
+    without what script, style or applet elements hold.
+    """
+    options: list[dict[str, Any]] = []
+    real = feedparser.parse
+
+    def spy(source: Any, **kwargs: Any) -> Any:
+        options.append(kwargs)
+        return real(source, **kwargs)
+
+    monkeypatch.setattr(feedparser, "parse", spy)
+    title = (
+        "&lt;script&gt;alert(1)&lt;/script&gt;Hi &lt;STYLE type='x'&gt;p{}&lt;/style&gt;"
+        "&lt;i&gt;there&lt;/i&gt; &amp;amp; a &lt; b&lt;applet&gt;x&lt;/applet&gt;"
+    )
+    body = (
+        '<feed xmlns="http://www.w3.org/2005/Atom"><entry>'
+        f'<title type="html">{title}</title><link href="gemini://example.org/a"/>'
+        '<content type="html">&lt;script&gt;x&lt;/script&gt;</content></entry></feed>'
+    ).encode()
+    feed = parse_xml_feed(GEMLOG, body)
+    assert feed is not None
+    assert [entry.title for entry in feed.entries] == ["Hi there & a < b"]
+    assert options == [{"resolve_relative_uris": False, "sanitize_html": False}]
+
+
+def test_the_cap_is_what_a_store_keeps() -> None:
+    """A feed is read for as many entries as a store remembers of it."""
+    assert MAX_ENTRIES == MAX_ENTRIES_PER_FEED
+
+
+ATOM_TRICKS = b"""<?xml version="1.0" encoding="windows-1252"?>
+<a:feed xmlns:a="http://www.w3.org/2005/Atom">
+  <a:title>Tricks \xe9</a:title>
+  <!-- <a:entry> in a comment is none -->
+  <a:entry><a:title><![CDATA[<a:entry> in CDATA]]></a:title>
+    <a:link href="gemini://example.org/1"/>
+    <a:content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><entry/><item/></div></a:content>
+  </a:entry>
+  <a:entry><a:title>Two</a:title><a:link href="gemini://example.org/2"/></a:entry>
+  <a:entry><a:title>Three</a:title><a:link href="gemini://example.org/3"/></a:entry>
+</a:feed>
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "cut_at"),
+    [
+        (_rss(3), b"<item><title>Post 2"),
+        (ATOM_TRICKS, b"<a:entry><a:title>Three"),
+        (
+            RDF.replace(b"</rdf:RDF>", b"<item><link>gemini://x/2</link></item></rdf:RDF>"),
+            b"<item><link>gemini://x/2",
+        ),
+    ],
+)
+def test_cut_entries(body: bytes, cut_at: bytes) -> None:
+    """The cut falls where the entry after the cap starts; the open elements are closed."""
+    cut = cut_entries(body, 2 if cut_at != b"<item><link>gemini://x/2" else 1)
+    assert cut.startswith(body[: body.index(cut_at)])
+    assert cut_at not in cut
+    assert cut_entries(body, 10) == body
+
+
+def test_cut_keeps_what_it_cannot_read() -> None:
+    """
+    A document expat cannot read up to the cut (ill-formed before it,
+    UTF-16, an internal DTD subset) is left whole, for feedparser to read
+    leniently as before.
+    """
+    broken = _rss(3).replace(b"<title>Post 0</title>", b"<title>Post 0</oops>")
+    assert cut_entries(broken, 1) == broken
+    wide = _rss(3).decode().replace('<?xml version="1.0"?>', "").encode("utf-16")
+    assert cut_entries(wide, 1) == wide
+    subset = _rss(3).replace(b"<rss", b"<!DOCTYPE rss [<!ENTITY e 'x'>]><rss", 1)
+    assert cut_entries(subset, 1) == subset
+    assert cut_entries(b"", 1) == b""
+
+
+def test_cut_entries_windows_1252() -> None:
+    """A document in a one-byte encoding other than Latin-1 is cut too, and read as before."""
+    cut = cut_entries(ATOM_TRICKS, 2)
+    assert cut.endswith(b"</a:feed>")
+    feed = parse_xml_feed(GEMLOG, ATOM_TRICKS, max_entries=2)
+    assert feed is not None
+    assert (feed.title, urls(feed)) == (
+        "Tricks é",
+        ["gemini://example.org/1", "gemini://example.org/2"],
+    )
+    assert feed.entries[0].title == "<a:entry> in CDATA"
+
+
+def test_gemtext_and_menus_read_at_most_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemtext links and menu items past the cap are neither dated nor kept."""
+    import gophergem.feeds.parse
+
+    dated: list[str] = []
+    real = gophergem.feeds.parse.parse_date
+
+    def count(text: str) -> str | None:
+        dated.append(text)
+        return real(text)
+
+    monkeypatch.setattr(gophergem.feeds.parse, "parse_date", count)
+    lines = "".join(f"=> /{n}.gmi 2026-01-02 Post {n}\n" for n in range(50))
+    feed = parse_gemtext_feed(GEMLOG, lines, max_entries=20)
+    assert (feed.feed_type, len(feed.entries), len(dated)) == ("gemsub", 20, 20)
+    dated.clear()
+    items = [
+        MenuItem("0", f"2026-01-02 Post {n}", f"/{n}".encode(), "h", 70, f"gopher://h/0/{n}")
+        for n in range(50)
+    ]
+    feed = parse_menu_feed("gopher://h/1/", items, now=NOW, max_entries=20)
+    assert (feed.feed_type, len(feed.entries), len(dated)) == ("phlog", 20, 20)
+
+
+_POST = st.builds(
+    lambda title, kind: (title, kind),
+    st.text(alphabet=st.characters(codec="ascii", exclude_categories=["Cc"]), max_size=12),
+    st.sampled_from(["plain", "cdata", "comment", "nested"]),
+)
+
+
+def _item(n: int, post: tuple[str, str], atom: bool) -> str:
+    title, kind = post
+    text = html.escape(title)
+    if kind == "cdata":
+        text = "<![CDATA[<item><entry>" + title.replace("]]>", "") + "]]>"
+    extra = {
+        "comment": "<!-- <item><entry> -->",
+        "nested": '<content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><item/></div></content>'
+        if atom
+        else "<description>&lt;item&gt;</description>",
+    }.get(kind, "")
+    if atom:
+        return f'<entry><title>{text}</title><link href="gemini://example.org/{n}"/>{extra}</entry>'
+    return f"<item><title>{text}</title><link>gemini://example.org/{n}</link>{extra}</item>"
+
+
+@given(
+    posts=st.lists(_POST, max_size=8),
+    atom=st.booleans(),
+    cap=st.integers(min_value=1, max_value=6),
+)
+@settings(max_examples=100, deadline=None)
+def test_cutting_changes_nothing_but_the_count(
+    posts: list[tuple[str, str]], atom: bool, cap: int
+) -> None:
+    """A well-formed feed read up to a cap gives exactly the first entries of the whole."""
+    items = "".join(_item(n, post, atom) for n, post in enumerate(posts))
+    if atom:
+        body = f'<feed xmlns="http://www.w3.org/2005/Atom"><title>T</title>{items}</feed>'
+    else:
+        body = f'<rss version="2.0"><channel><title>T</title>{items}</channel></rss>'
+    whole = parse_xml_feed(GEMLOG, body.encode(), max_entries=100)
+    capped = parse_xml_feed(GEMLOG, body.encode(), max_entries=cap)
+    assert whole is not None and capped is not None
+    assert capped == attrs.evolve(whole, entries=whole.entries[:cap])
+
+
+@given(body=st.one_of(_XML, st.binary(max_size=200)), cap=st.integers(min_value=0, max_value=3))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_cut_entries_never_raises(body: bytes, cap: int) -> None:
+    """Any bytes: the cut is a prefix plus closing tags, or the body itself."""
+    cut = cut_entries(body, cap)
+    parts = re.fullmatch(rb"(.*?)((?:</[^<>]+>)*)", cut, re.DOTALL)
+    assert parts is not None and body.startswith(parts.group(1))
+    feed = parse_xml_feed(GEMLOG, body, max_entries=cap)
+    if feed is not None:
+        assert len(feed.entries) <= cap
+        _check(feed)

@@ -30,6 +30,7 @@ from tests.test_feeds_follow import (
     GOPHER_IP,
     HOLE,
     INJECTION,
+    OLD_ATOM,
     PHLOG,
     gemtext,
 )
@@ -203,6 +204,47 @@ def test_errors_are_results(mode: str) -> None:
         assert ok(await call("feed_list", {}), "subscriptions")["entries"] == []
 
     drive(net, script, mode=mode)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+def test_feed_dated_before_year_1000(mode: str) -> None:
+    """
+    Issue 21: an Atom feed dated 0999 and 0001 is followed, its entries
+    undated; feed_updates answers for every subscription, and a feed whose
+    check hits a bug is only that feed's entry of errors.
+    """
+    import gophergem.feeds.follow
+
+    net, capsule, _ = network()
+    capsule.routes["/old.xml"] = OLD_ATOM
+    capsule.routes["/bug/"] = gemtext()
+    real = gophergem.feeds.follow.detect_feed
+
+    def detect(url: str, **kwargs: Any) -> Any:
+        if url.endswith("/bug/") and capsule.requests.count(b"gemini://localhost/bug/") > 1:
+            raise RuntimeError("a bug")
+        return real(url, **kwargs)
+
+    async def script(client: Client, call: Call) -> None:
+        made = ok(await call("feed_subscribe", {"url": f"{BASE}/old.xml"}), "subscription")
+        assert (made["feed_type"], made["entries_known"]) == ("atom", 2)
+        for path in ("/gemlog/", "/bug/"):
+            ok(await call("feed_subscribe", {"url": f"{BASE}{path}"}), "subscription")
+        capsule.routes["/old.xml"] = OLD_ATOM.replace(b"/old/2.gmi", b"/old/3.gmi")
+        capsule.routes["/gemlog/"] = GEMLOG + b"=> /gemlog/new.gmi 2026-12-01 News\n"
+        found = ok(await call("feed_updates", {}), "feed_updates")
+        assert sorted((e["title"], e["published"]) for e in found["entries"]) == [
+            ("News", "2026-12-01T12:00:00Z"),
+            ("Zero time", None),
+        ]
+        assert found["checked"] == 3
+        assert [(e["feed_url"], e["error"]["code"]) for e in found["errors"]] == [
+            (f"{BASE}/bug/", "FETCH_ERROR")
+        ]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gophergem.feeds.follow, "detect_feed", detect)
+        drive(net, script, mode=mode)
 
 
 def test_titles_are_data() -> None:

@@ -24,6 +24,7 @@ from gophergem.feeds.follow import FeedError, Follower
 from gophergem.feeds.parse import Entry
 from gophergem.feeds.store import MemoryFeedStore
 from gophergem.service import FeedCheckService
+from gophergem.testing import FakeGeminiServer, MemoryNetwork
 
 INTERVAL = 600
 NOW = 1_800_000_000.0
@@ -248,6 +249,123 @@ def test_every_principal_is_checked_and_told(events: Any) -> None:
     assert told == [None, "token:alice"]
     said = [e for e in events if e.get("log_format", "").startswith("feeds: checked")]
     assert len(said) == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "traceback"),
+    [
+        (ValueError("not an ISO 8601 date or time: '999-06-01T00:00:00Z'"), True),
+        (FeedStoreUnavailable(message="The store could not be locked."), False),
+    ],
+)
+def test_one_person_failing_stops_no_one(
+    events: list[dict[str, Any]], error: Exception, traceback: bool
+) -> None:
+    """
+    Issue 21: a person whose check fails as a whole (a bug, or their store
+    down) is logged once; everyone after them is still checked and told,
+    and the summary counts the failure.
+    """
+    owner, bob, carol = FakeFollower(), FakeFollower(), FakeFollower()
+    carol.store.subscribe("gopher://c.example/1/", "C", "phlog", [], NOW)
+    checks, clock = started(owner)
+    told: list[object] = []
+
+    async def others() -> list[tuple[str, Any]]:
+        return [("token:bob", bob), ("token:carol", carol)]
+
+    checks.others = others
+    checks.on_checked_for = told.append
+    clock.advance(INTERVAL)
+    owner.checks[-1].callback([])
+    bob.checks[-1].errback(error)
+    assert len(carol.checks) == 1
+    carol.checks[-1].callback([])
+    assert told == ["token:bob", "token:carol"]
+    about_bob = [e for e in events if e.get("who") == "token:bob"]
+    assert len(about_bob) == 1
+    assert ("log_failure" in about_bob[0]) is traceback
+    (summary,) = [e for e in events if e.get("log_format", "").startswith("feeds: checked")]
+    assert (summary["checked"], summary["failed"]) == (1, 1)
+    clock.advance(INTERVAL)
+    assert [len(f.checks) for f in (owner, bob, carol)] == [2, 1, 1]
+
+
+def test_the_owner_failing_stops_no_one(events: list[dict[str, Any]]) -> None:
+    """The owner's failed check does not keep the other principals from theirs."""
+    owner, alice = FakeFollower(), FakeFollower()
+    checks, clock = started(owner)
+
+    async def others() -> list[tuple[str, Any]]:
+        return [("token:alice", alice)]
+
+    checks.others = others
+    clock.advance(INTERVAL)
+    owner.checks[-1].errback(RuntimeError("a bug"))
+    assert len(alice.checks) == 1
+
+
+def test_listing_the_others_failing_is_logged(events: list[dict[str, Any]]) -> None:
+    """Should listing the other principals fail, the owner's check still counts and is logged."""
+    owner = FakeFollower()
+    checks, clock = started(owner)
+
+    async def others() -> list[tuple[str, Any]]:
+        raise FeedStoreUnavailable(message="The database is down.")
+
+    checks.others = others
+    clock.advance(INTERVAL)
+    owner.checks[-1].callback([])
+    warnings = [e for e in events if e.get("log_level") == LogLevel.warn]
+    assert [e["code"] for e in warnings] == ["STATE_UNAVAILABLE"]
+    assert any(e.get("log_format", "").startswith("feeds: checked") for e in events)
+
+
+def test_a_bad_feed_stops_no_one(events: list[dict[str, Any]]) -> None:
+    """
+    Issue 21, end to end on a memory network: bob follows a feed dated 0999
+    and one whose check hits a bug; carol, checked after him, gets her new
+    post, and the schedule goes on.
+    """
+    import gophergem.feeds.follow
+    from tests.test_feeds_follow import BASE, GEMINI_IP, OLD_ATOM, gemtext
+
+    net = MemoryNetwork()
+    net.resolver.add("localhost", GEMINI_IP)
+    capsule = net.listen_gemini(
+        GEMINI_IP,
+        1965,
+        FakeGeminiServer({"/old.xml": OLD_ATOM, "/bug/": gemtext(), "/carol/": gemtext()}),
+    )
+    fetcher = net.fetcher()
+    owner, bob, carol = (
+        Follower(fetcher, MemoryFeedStore(), now=net.reactor.seconds) for _ in range(3)
+    )
+    for follower, path in ((bob, "/old.xml"), (bob, "/bug/"), (carol, "/carol/")):
+        net.run(follower.subscribe(f"{BASE}{path}"))
+    real = gophergem.feeds.follow.detect_feed
+
+    def detect(url: str, **kwargs: Any) -> Any:
+        if url.endswith("/bug/"):
+            raise RuntimeError("a bug")
+        return real(url, **kwargs)
+
+    capsule.routes["/carol/"] = gemtext("=> /new.gmi 2026-12-01 New")
+    checks = FeedCheckService(owner, net.reactor, INTERVAL)
+
+    async def others() -> list[tuple[str, Any]]:
+        return [("token:bob", bob), ("token:carol", carol)]
+
+    checks.others = others
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gophergem.feeds.follow, "detect_feed", detect)
+        net.run(checks.run_once())
+    assert net.run(carol.subscriptions())[0].unread == 1
+    errors = {s.url: s.last_error for s in net.run(bob.subscriptions())}
+    assert errors == {f"{BASE}/old.xml": None, f"{BASE}/bug/": "FETCH_ERROR"}
+    (summary,) = [e for e in events if e.get("log_format", "").startswith("feeds: checked")]
+    assert (summary["checked"], summary["new"], summary["failed"]) == (3, 1, 1)
+    assert len([e for e in events if "log_failure" in e]) == 1
 
 
 def test_health_checks_name_the_failing_backends() -> None:

@@ -7,6 +7,12 @@ second, C{YYYY-MM-DDTHH:MM:SSZ}.  A day with no time of its own (a gemsub
 link, a phlog item) stands for noon UTC of that day, as the Gemini
 subscription convention says.  A string that is not a real date is no date:
 the readers here answer C{None} rather than raise.
+
+The dates that can be shown run from L{EARLIEST_YEAR} (1970) to 9999, for
+every kind of feed alike: an older date (an Atom C{0001-01-01}, the zero
+time of many feed generators, or a C{0999}) is no date, and so is one past
+9999.  Each answer is therefore four digits of year and reads back as the
+same moment.
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ _LEADING_DAY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?![0-9])")
 # A day inside a selector: YYYYMMDD or YYYY-MM-DD, not inside a longer number.
 _SELECTOR_DAY = re.compile(rb"(?<![0-9])([0-9]{4})(-?)([0-9]{2})\2([0-9]{2})(?![0-9])")
 
-#: The earliest year a phlog or gemlog date may name; anything older is a
-#: number that looks like a date (Gopher itself dates from 1991).
+#: The earliest year a feed date may name; anything older is a number that
+#: looks like a date, or a generator's zero time (Gopher itself dates from
+#: 1991, Atom and RSS from the years after).
 EARLIEST_YEAR = 1970
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 _ONE_DAY = datetime.timedelta(days=1)
 
@@ -99,16 +108,21 @@ def is_future(iso: str, now: float) -> bool:
 def iso_from_struct_time(value: object) -> str | None:
     """
     Print a UTC C{time.struct_time} (what feedparser gives in
-    C{published_parsed}) in ISO 8601; C{None} for anything else or a time
-    outside years 1 to 9999.  Never raises.
+    C{published_parsed}) in ISO 8601; C{None} for anything else, a time that
+    does not exist (month 13), or one outside years L{EARLIEST_YEAR} to
+    9999.  Never raises.
     """
     if not isinstance(value, time.struct_time):
         return None
     try:
         seconds = calendar.timegm(value)
-        moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
-            seconds=seconds
-        )
-    except (ValueError, OverflowError, TypeError):
+        moment = _EPOCH + datetime.timedelta(seconds=seconds)
+    except (ArithmeticError, ValueError, TypeError):
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if moment.year < EARLIEST_YEAR:
+        return None
+    # Not strftime: it writes year 999 as "999" on some C libraries.
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
+    )

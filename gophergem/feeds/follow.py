@@ -13,25 +13,41 @@ every method that touches it returns a Deferred.
 Reading a page:
 
   - a page longer than one window is read window by window (from the one
-    download the cache keeps), at most L{MAX_WINDOWS} of them;
+    download the cache keeps), at most L{MAX_WINDOWS} of them, the reactor
+    let go between two (cutting a window costs milliseconds);
   - a redirect is followed, at most L{MAX_REDIRECTS} times, each hop a
     fetch under the same policy;
   - what the page is (gemsub, Atom, RSS, dated phlog, or a plain page whose
-    new links are tracked) is decided by L{gophergem.feeds.parse.detect_feed}.
+    new links are tracked) is decided by L{gophergem.feeds.parse.detect_feed},
+    off the reactor's thread (L{Follower.offload}): a large feed takes
+    seconds to parse, and the reactor keeps serving meanwhile.
+
+How fresh: subscribing reads the page like any fetch (a copy in the response
+cache does, so the baseline is what the user just saw), while every check
+(L{Follower.updates}, L{Follower.check_all}) reads what the capsule lists
+now: its first window is fetched with C{refresh}, past the response cache,
+under the same pacing and robots.txt as every fetch, so a burst of checks
+is as polite as one.  The rest of a long page comes from that one download.
+A check that fails in any way, even a bug, is that feed's L{FeedError}; the
+other feeds are checked all the same.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.defer import CancelledError, Deferred, DeferredList
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
 
 from gophergem.config import Config
 from gophergem.errors import (
+    FetchError,
     GophergemError,
     InvalidRequest,
     NotFetchable,
@@ -39,6 +55,7 @@ from gophergem.errors import (
 )
 from gophergem.feeds.parse import Feed, canonical_url, detect_feed
 from gophergem.feeds.store import StoredEntry, Subscription, parse_since
+from gophergem.fetcher._pipeline import Offload, run_inline
 from gophergem.interfaces import IFeedStore, IFetcher
 from gophergem.results import (
     BinaryResult,
@@ -66,6 +83,8 @@ MAX_REDIRECTS = 5
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+
+log = Logger()
 
 
 @attrs.frozen
@@ -122,12 +141,17 @@ class Follower:
     @ivar now: The wall clock, in seconds since the epoch (for "first seen"
         times and the future-date rule of dated phlogs); a parameter so
         that tests are deterministic.
+    @ivar offload: Where a page is parsed: C{None} (the default) is where
+        C{fetcher} parses large responses (the reactor's thread pool, see
+        L{gophergem.fetcher._pipeline.offloader}), else on the calling
+        thread; tests pass L{run_inline} or one that holds the work.
     """
 
     fetcher: IFetcher
     store: IFeedStore
     now: Any = time.time
     max_windows: int = MAX_WINDOWS
+    offload: Offload | None = None
 
     @classmethod
     def from_config(
@@ -147,18 +171,21 @@ class Follower:
 
     # --- reading a page ---------------------------------------------------------
 
-    async def read(self, url: str) -> tuple[str, Feed]:
+    async def read(self, url: str, *, fresh: bool = False) -> tuple[str, Feed]:
         """
         Fetch C{url} whole and say what it is; return the URL finally read
         (after redirects) and the feed.
 
+        @param fresh: Read what the capsule serves now: the first window of
+            each hop skips the response cache (C{refresh}); the others come
+            from that download.
         @raise GophergemError: The fetch's own error (BLOCKED, TIMEOUT, ...),
             or L{NotFetchable} for an answer that is no page (a binary, an
             input prompt, a certificate request, a redirect loop).
         """
         seen = {url}
         for _ in range(MAX_REDIRECTS + 1):
-            first = await self._fetch(url, 0)
+            first = await self._fetch(url, 0, refresh=fresh)
             if isinstance(first, RedirectResult):
                 target = first.new_url
                 if target in seen:
@@ -169,10 +196,10 @@ class Follower:
             return url, await self._whole(url, first)
         raise NotFetchable(message=f"The page redirects more than {MAX_REDIRECTS} times.")
 
-    def _fetch(self, url: str, offset: int) -> Deferred[Any]:
+    def _fetch(self, url: str, offset: int, *, refresh: bool = False) -> Deferred[Any]:
         if scheme_of(url) == "gemini":
-            return self.fetcher.gemini(url, offset=offset)
-        return self.fetcher.gopher(url, offset=offset)
+            return self.fetcher.gemini(url, offset=offset, refresh=refresh)
+        return self.fetcher.gopher(url, offset=offset, refresh=refresh)
 
     async def _whole(self, url: str, first: Any) -> Feed:
         windows = [first]
@@ -183,28 +210,66 @@ class Follower:
             window = getattr(last, "window", None)
             if window is None or window.next_offset is None:
                 break
+            await self._breathe()
             windows.append(await self._fetch(url, window.next_offset))
         if isinstance(windows[-1], FetchFailure):  # the last window read may have failed too
             raise windows[-1].error
-        return self._feed(url, windows)
+        return await self._offload()(self._parser(url, windows))
 
-    def _feed(self, url: str, windows: Sequence[Any]) -> Feed:
+    async def _breathe(self) -> None:
+        """
+        Let the reactor run what else is due (a turn of its loop), when the
+        fetcher names its clock: between two windows, two store calls.
+        """
+        clock: IReactorTime | None = getattr(self.fetcher, "clock", None)
+        if clock is not None:
+            await deferLater(clock, 0)
+
+    def _offload(self) -> Offload:
+        """L{offload}, else the fetcher's (a L{Fetcher<gophergem.fetcher.Fetcher>} has one)."""
+        if self.offload is not None:
+            return self.offload
+        found: Offload = getattr(self.fetcher, "offload", run_inline)
+        return found
+
+    def _parser(self, url: str, windows: Sequence[Any]) -> Callable[[], Feed]:
+        """
+        The pure work of reading C{windows} as a feed (for L{offload}: it
+        touches nothing shared), or the error the first window is.
+        """
         first = windows[0]
         if isinstance(first, FetchFailure):
             raise first.error
         now = self.now()
         if isinstance(first, MenuResult):
-            items = [item for w in windows for item in w.items]
-            return detect_feed(url, mime=None, items=items, now=now)
+
+            def menu() -> Feed:
+                items = [item for w in windows for item in w.items]
+                return detect_feed(url, mime=None, items=items, now=now)
+
+            return menu
         if isinstance(first, GemtextResult):
-            text = "\n".join(line.content for w in windows for line in w.lines)
-            return detect_feed(url, mime="text/gemini", text=text, now=now)
+
+            def gemtext() -> Feed:
+                text = "\n".join(line.content for w in windows for line in w.lines)
+                return detect_feed(url, mime="text/gemini", text=text, now=now)
+
+            return gemtext
         if isinstance(first, SuccessResult):
-            body = "".join(w.content for w in windows)
-            return detect_feed(url, mime=first.mime.essence, body=body.encode("utf-8"), now=now)
+            mime = first.mime.essence
+
+            def success() -> Feed:
+                body = "".join(w.content for w in windows).encode("utf-8")
+                return detect_feed(url, mime=mime, body=body, now=now)
+
+            return success
         if isinstance(first, TextResult | PartialLineResult):
-            body = "".join(getattr(w, "text", "") for w in windows)
-            return detect_feed(url, mime=None, body=body.encode("utf-8"), text=body, now=now)
+
+            def text() -> Feed:
+                body = "".join(getattr(w, "text", "") for w in windows)
+                return detect_feed(url, mime=None, body=body.encode("utf-8"), text=body, now=now)
+
+            return text
         if isinstance(first, InputResult):
             raise NotFetchable(message="The page asks for input; a prompt cannot be followed.")
         if isinstance(first, CertificateResult):
@@ -269,14 +334,32 @@ class Follower:
         return settle(self.store.subscriptions())
 
     async def _check(self, url: str) -> FeedError | None:
-        """Read one subscription and record what is new; the failure, if any, is recorded too."""
+        """
+        Read one subscription as it is now and record what is new; the
+        failure, if any, is recorded too.  Anything unexpected is logged
+        once, with its traceback, and is this feed's C{FETCH_ERROR}.
+        """
         try:
-            _, feed = await self.read(url)
+            _, feed = await self.read(url, fresh=True)
+            await settle(self.store.record_check(url, feed.entries, self.now()))
+        except CancelledError:
+            raise
         except GophergemError as error:
-            await settle(self.store.record_check(url, [], self.now(), error=error.code))
-            return FeedError(url, error)
-        await settle(self.store.record_check(url, feed.entries, self.now()))
-        return None
+            failed = FeedError(url, error)
+        except Exception:
+            log.failure("feeds: checking {url} failed unexpectedly", url=url)
+            failed = FeedError(url, _internal())
+        else:
+            return None
+        try:
+            await settle(self.store.record_check(url, [], self.now(), error=failed.error.code))
+        except CancelledError:
+            raise
+        except GophergemError:
+            pass  # the store itself failed: the check's own error says enough
+        except Exception:
+            log.failure("feeds: recording the failed check of {url} failed", url=url)
+        return failed
 
     def check_all(self, urls: Sequence[str] | None = None) -> Deferred[list[FeedError]]:
         """
@@ -297,8 +380,13 @@ class Follower:
         for key, (ok, value) in zip(keys, outcomes, strict=True):
             if not ok:
                 failure: Any = value
-                failure.trap(GophergemError)  # anything else is a bug: let it out
-                errors.append(FeedError(key, failure.value))
+                if failure.check(CancelledError):
+                    failure.raiseException()
+                if failure.check(GophergemError):
+                    errors.append(FeedError(key, failure.value))
+                else:  # _check lets nothing else out; should it, it is still one feed's
+                    log.failure("feeds: checking {url} failed unexpectedly", failure, url=key)
+                    errors.append(FeedError(key, _internal()))
             elif value is not None:
                 errors.append(value)
         return errors
@@ -337,9 +425,13 @@ class Follower:
                 )
         keys = [key] if key is not None else [s.url for s in await self.subscriptions()]
         errors = await self._check_keys(keys)
+        # A file store answers at once, after tens of milliseconds for a large
+        # feed: the reactor gets a turn between two such calls.
+        await self._breathe()
         found: list[tuple[Subscription, StoredEntry]] = await settle(self.store.unread(key, since))
         shown = found[:limit]
         if mark_read and shown:
+            await self._breathe()
             await settle(self.store.mark_read([(sub.url, entry.url) for sub, entry in shown]))
         return Updates(
             entries=tuple(_update(sub, entry) for sub, entry in shown),
@@ -347,6 +439,10 @@ class Follower:
             checked=len(keys),
             errors=tuple(errors),
         )
+
+
+def _internal() -> FetchError:
+    return FetchError(message="An internal error stopped this check; it is logged.")
 
 
 def _update(sub: Subscription, entry: StoredEntry) -> Update:

@@ -17,6 +17,14 @@ Every title is sanitised like all server text and clipped; every link is
 absolute, and canonical when it is a Gemini or Gopher URL.  Nothing here
 fetches anything: feedparser is only ever handed the bytes, never a URL or
 a path.
+
+A feed is read for its first L{MAX_ENTRIES} entries in document order (Atom
+entries, RSS items, gemtext links, menu items that link somewhere), as many
+as a store keeps of one feed: nothing after them is sanitised, dated or
+resolved.  An Atom or RSS document is cut before feedparser sees it, right
+where entry L{MAX_ENTRIES} + 1 starts (L{cut_entries}); the size of what is
+left to cut is bounded by the fetch's response size cap.  The work takes
+seconds for a large feed: the caller runs it off the reactor's thread.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ import io
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 from urllib.parse import urljoin
+from xml.parsers import expat
 
 import attrs
 
@@ -45,11 +55,13 @@ from gophergem.wire.text import decode_text, sanitise_line
 
 __all__ = [
     "FEED_TYPES",
+    "MAX_ENTRIES",
     "XML_FEED_TYPES",
     "Entry",
     "Feed",
     "canonical_url",
     "clip_title",
+    "cut_entries",
     "detect_feed",
     "parse_date",
     "parse_gemtext_feed",
@@ -60,6 +72,10 @@ __all__ = [
 
 #: What a followed page can be, see the module docstring.
 FEED_TYPES = ("gemsub", "atom", "rss", "phlog", "page")
+
+#: The most entries a feed is read for (the first ones in the document): as
+#: many as a store remembers of one feed (C{store.MAX_ENTRIES_PER_FEED}).
+MAX_ENTRIES = 2000
 
 #: Media types under which a capsule may serve an Atom or RSS document.
 XML_FEED_TYPES = frozenset(
@@ -183,7 +199,7 @@ def _unique(entries: Iterable[Entry]) -> tuple[Entry, ...]:
 _NOWHERE = GeminiURL(host="gemini.invalid")
 
 
-def parse_gemtext_feed(url: str, text: str) -> Feed:
+def parse_gemtext_feed(url: str, text: str, *, max_entries: int = MAX_ENTRIES) -> Feed:
     """
     Read a gemtext page as a feed.  Never raises.
 
@@ -193,7 +209,7 @@ def parse_gemtext_feed(url: str, text: str) -> Feed:
     Notes}).  The entries are then those links only, titled by the label
     without the date, published at noon UTC that day.  Otherwise it is a
     C{page} whose entries are all its links, undated.  The title is the
-    first level-1 heading.
+    first level-1 heading.  Only the first C{max_entries} links are read.
 
     @param url: The page's URL, against which relative links are resolved.
     @param text: The decoded page.
@@ -208,7 +224,7 @@ def parse_gemtext_feed(url: str, text: str) -> Feed:
     for line in document.lines:
         if line.type == "heading1" and title is None:
             title = clip_title(line.text or "")
-        elif line.type == "link" and line.link is not None:
+        elif line.type == "link" and line.link is not None and len(links) < max_entries:
             if base is None:
                 target = resolve_link(url, line.content[2:].split(maxsplit=1)[0])
                 if target is None:
@@ -267,21 +283,84 @@ def sniff_xml_feed(body: bytes) -> str | None:
 
 
 _TAG = re.compile(r"<[^>]*>")
+# Elements whose content is no text either (feedparser's sanitiser drops them whole).
+_HIDDEN = re.compile(r"<(script|style|applet)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 def _text_of(value: Any, detail: Any) -> str:
-    """A feedparser title as plain text: markup removed when it is HTML."""
+    """
+    A feedparser title as plain text: markup removed when it is HTML (with
+    the content of C{script}, C{style} and C{applet} elements).
+    """
     if not isinstance(value, str):
         return ""
     text: str = value
     kind = detail.get("type") if isinstance(detail, dict) else None
     if kind in _HTML_TYPES:
-        text = html.unescape(_TAG.sub("", text))
+        text = html.unescape(_TAG.sub("", _HIDDEN.sub("", text)))
     return text
 
 
-def parse_xml_feed(url: str, body: bytes) -> Feed | None:
+class _Enough(Exception):
+    """Raised inside expat's handlers: stop reading here."""
+
+
+def cut_entries(body: bytes, max_entries: int = MAX_ENTRIES) -> bytes:
+    """
+    An Atom or RSS document with only its first C{max_entries} entries:
+    cut where the next entry starts (an C{entry} or C{item} element that is
+    a child of the root or of the root's child), the elements still open
+    there closed.  Never raises.
+
+    expat reads the document only up to that point.  The body comes back
+    whole when it has no more entries, and when expat cannot read up to
+    the cut (a document ill-formed before it, an encoding expat cannot
+    read, UTF-16, or a DOCTYPE with an internal subset, whose entities are
+    left to feedparser's own guard): feedparser then reads it all, as
+    large as the response size cap lets it be.
+    """
+    head = body[:4]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+        return body  # UTF-16 or wider: the closing tags would need its encoding
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    open_elements: list[str] = []
+    seen = 0
+    cut = -1
+
+    def doctype(name: str, system: str | None, public: str | None, internal: int) -> None:
+        if internal:
+            raise _Enough  # no cut: entities are feedparser's to defuse
+
+    def start(name: str, attributes: object) -> None:
+        nonlocal seen, cut
+        if len(open_elements) in (1, 2) and name.rpartition(":")[2] in ("entry", "item"):
+            seen += 1
+            if seen > max_entries:
+                cut = parser.CurrentByteIndex
+                raise _Enough
+        open_elements.append(name)
+
+    def end(name: str) -> None:
+        open_elements.pop()
+
+    parser.StartDoctypeDeclHandler = doctype
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    try:
+        parser.Parse(body, True)
+    except _Enough:
+        pass
+    except Exception:  # expat's errors on any input, and whatever else it raises
+        return body
+    if cut < 0:
+        return body
+    closing = "".join(f"</{name}>" for name in reversed(open_elements))
+    return body[:cut] + closing.encode("ascii", errors="replace")
+
+
+def parse_xml_feed(url: str, body: bytes, *, max_entries: int = MAX_ENTRIES) -> Feed | None:
     """
     Read an Atom, RSS or RDF document.  Never raises.
 
@@ -292,7 +371,8 @@ def parse_xml_feed(url: str, body: bytes) -> Feed | None:
     against C{url} here (feedparser cannot join C{gemini:} URLs).  An entry
     is published at its C{published} time, else its C{updated} time, else
     C{None}.  An ill-formed document is read as far as feedparser's lenient
-    parser gets.
+    parser gets.  Only the first C{max_entries} entries are read: the
+    document is cut after them first (L{cut_entries}).
 
     @return: The feed (C{atom}, or C{rss} for RSS and RDF), or C{None} when
         the body is not a feed.
@@ -305,16 +385,21 @@ def parse_xml_feed(url: str, body: bytes) -> Feed | None:
         # never reads an XML feed should not pay them at start-up.
         import feedparser  # type: ignore[import-untyped]
 
-        result = feedparser.parse(io.BytesIO(body), resolve_relative_uris=False)
+        document = cut_entries(body, max_entries)
+        # No HTML sanitising: only titles are kept, and _text_of makes them plain text.
+        result = feedparser.parse(
+            io.BytesIO(document), resolve_relative_uris=False, sanitize_html=False
+        )
     except Exception:  # feedparser's lenient parsers on hostile input
         return Feed(feed_type, None, ())
-    return _xml_feed(url, feed_type, result)
+    return _xml_feed(url, feed_type, result, max_entries)
 
 
-def _xml_feed(url: str, feed_type: str, result: Any) -> Feed:
+def _xml_feed(url: str, feed_type: str, result: Any, max_entries: int) -> Feed:
     channel = result.get("feed") or {}
     title = clip_title(_text_of(channel.get("title"), channel.get("title_detail")))
-    return Feed(feed_type, title, _unique(_xml_entries(url, result.get("entries") or ())))
+    items = islice(result.get("entries") or (), max_entries)
+    return Feed(feed_type, title, _unique(_xml_entries(url, items)))
 
 
 # The schemes of an entry id (Atom id, RSS guid) that is also its link.
@@ -332,9 +417,10 @@ def _xml_entries(url: str, items: Iterable[Any]) -> Iterator[Entry]:
         target = resolve_link(url, link)
         if target is None:
             continue
-        published = iso_from_struct_time(item.get("published_parsed"))
+        # dict.get: feedparser's own would map a missing published to updated, with a warning.
+        published = iso_from_struct_time(dict.get(item, "published_parsed"))
         if published is None:
-            published = iso_from_struct_time(item.get("updated_parsed"))
+            published = iso_from_struct_time(dict.get(item, "updated_parsed"))
         title = _text_of(item.get("title"), item.get("title_detail"))
         yield _entry(target, title, published)
 
@@ -343,7 +429,8 @@ def _xml_entries(url: str, items: Iterable[Any]) -> Iterator[Entry]:
 
 
 def _linkable(item: MenuItem) -> bool:
-    return item.item_type not in ("i", "3") and bool(item.next_url)
+    """Whether C{item} links somewhere: not info or error, a URL with something printable."""
+    return item.item_type not in ("i", "3") and clip_title(item.next_url) is not None
 
 
 def _menu_post(item: MenuItem, now: float) -> Entry | None:
@@ -363,7 +450,13 @@ def _menu_post(item: MenuItem, now: float) -> Entry | None:
     return None
 
 
-def parse_menu_feed(url: str, items: Sequence[MenuItem], *, now: float | None = None) -> Feed:
+def parse_menu_feed(
+    url: str,
+    items: Sequence[MenuItem],
+    *,
+    now: float | None = None,
+    max_entries: int = MAX_ENTRIES,
+) -> Feed:
     """
     Read a Gopher menu as a feed.  Never raises.
 
@@ -373,7 +466,8 @@ def parse_menu_feed(url: str, items: Sequence[MenuItem], *, now: float | None = 
     more than one day after C{now}, is no date.  The entries are then the
     dated items.  Otherwise it is a C{page} whose entries are all the items
     that link somewhere (not C{i} or C{3}).  The title is the first
-    non-blank info line.
+    non-blank info line.  Only the first C{max_entries} items that link
+    somewhere are read.
 
     @param url: The menu's URL (its items carry their own absolute URLs).
     @param now: The current time in seconds since the epoch (for the rule
@@ -385,7 +479,7 @@ def parse_menu_feed(url: str, items: Sequence[MenuItem], *, now: float | None = 
         (t for item in items if item.item_type == "i" and (t := clip_title(item.title))),
         None,
     )
-    linkable = [item for item in items if _linkable(item)]
+    linkable = list(islice((item for item in items if _linkable(item)), max_entries))
     posts = [post for item in linkable if (post := _menu_post(item, moment)) is not None]
     if posts:
         return Feed("phlog", title, _unique(posts))

@@ -27,7 +27,7 @@ from zope.interface import implementer
 from gophergem.client.connect import Connector, TCPReactor, reactor_resolver
 from gophergem.config import Config, GeminiConfig, GopherConfig
 from gophergem.errors import InvalidRequest
-from gophergem.fetcher._pipeline import offloader
+from gophergem.fetcher._pipeline import Offload, offloader
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
 from gophergem.interfaces import (
@@ -146,6 +146,11 @@ class Fetcher:
         return cls(clock, gopher_pipeline, gemini_pipeline)
 
     # --- what the MCP tools read ------------------------------------------------
+
+    @property
+    def offload(self) -> Offload:
+        """Where large responses are parsed (the reactor's thread pool, when it has one)."""
+        return self.gopher_pipeline.offload
 
     @property
     def pins(self) -> IPinStore | None:
