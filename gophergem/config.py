@@ -392,7 +392,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "gemini", "denied_mime_types", _mime_list, "MIME types refused (type/subtype or type/*)."
     ),
-    Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING or ERROR."),
+    Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
     Setting("gophergem", "log_file", _path, "Log to this file instead of stderr."),
     Setting(
         "gophergem",

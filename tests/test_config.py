@@ -451,3 +451,20 @@ def test_cli_option_overrides_environment(capsys: pytest.CaptureFixture[str]) ->
     assert status == 2
     assert out == ""
     assert "GOPHER_MAX_MENU_ITEMS='0'" in err
+
+
+def test_log_level_help_names_every_level_accepted() -> None:
+    """The help of GOPHERGEM_LOG_LEVEL lists exactly the levels it accepts."""
+    import re
+
+    (setting,) = [s for s in SETTINGS if s.variable == "GOPHERGEM_LOG_LEVEL"]
+    named = set(re.findall(r"\b[A-Z]{4,}\b", setting.help))
+    accepted = {"DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL", "FATAL", "TRACE", "OFF"}
+    works = set()
+    for level in accepted:
+        try:
+            setting.parse(level)
+        except ValueError:
+            continue
+        works.add(level)
+    assert named == works - {"WARN"}  # WARN is WARNING's short form
