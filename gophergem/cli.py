@@ -37,6 +37,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from gophergem._plural import counted
 from gophergem._version import __version__
 from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
 from gophergem.errors import GophergemError, InvalidRequest, PinExists
@@ -1083,7 +1084,8 @@ def render(data: dict[str, Any]) -> str:
     elif kind == "text":
         lines.append(data["text"])
     elif kind == "binary":
-        lines.append(f"binary: {data.get('bytes', data.get('size'))} bytes, {data['mime_type']}")
+        size = data.get("bytes", data.get("size"))
+        lines.append(f"binary: {counted(size, 'byte')}, {data['mime_type']}")
     elif kind == "gemtext":
         if "text" in data:
             lines.append(data["text"])
@@ -1306,8 +1308,8 @@ async def _feeds_subscribe(follower: Any, args: argparse.Namespace) -> int:
     about = f"{_clean(subscription.title) or 'untitled'} ({subscription.feed_type})"
     if new:
         said = (
-            f"Subscribed to {subscription.url}: {about}, {subscription.entries_known} "
-            "entries known, all counted as read."
+            f"Subscribed to {subscription.url}: {about}, "
+            f"{counted(subscription.entries_known, 'entry', 'entries')} known, all counted as read."
         )
     else:
         said = f"Already subscribed to {subscription.url}: {about}; what was seen is kept."
@@ -1372,5 +1374,5 @@ async def _feeds_export(follower: Any, args: argparse.Namespace) -> int:
         write_atomically(Path(args.file), document)
     except OSError as error:
         return _fail(f"feeds export: cannot write {args.file!r}: {error.strerror or error}")
-    print(f"Wrote {len(subscriptions)} subscriptions to {args.file}.")
+    print(f"Wrote {counted(len(subscriptions), 'subscription')} to {args.file}.")
     return 0

@@ -36,6 +36,7 @@ import attrs
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 
+from gophergem._plural import counted
 from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
 from gophergem.config import GeminiConfig
@@ -531,7 +532,8 @@ class GeminiPipeline:
                 message="This capsule asked us to slow down; nothing was sent.",
                 retry_after_seconds=seconds,
                 temporary=True,
-                next_step=f"Wait {seconds} seconds before fetching from this host again.",
+                next_step=f"Wait {counted(seconds, 'second')} before fetching from this host "
+                "again.",
             )
 
     async def _round_trip(
@@ -767,7 +769,7 @@ class GeminiPipeline:
             toggles = None  # the offsets moved
             info = attrs.evolve(info, input_redacted=scrubber.count)
         total = len(text)
-        check_end(offset, total, f"the body has {total} characters")
+        check_end(offset, total, f"the body has {counted(total, 'character')}")
         charset = download.charset or "utf-8"
         # The window bounds what the content costs as a payload, not only its
         # characters (see gophergem.fetcher._budget).
