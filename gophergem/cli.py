@@ -39,7 +39,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._plural import counted
 from gophergem._version import __version__
-from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
+from gophergem.config import (
+    DEFAULT_ENDPOINT,
+    SETTINGS,
+    Config,
+    ConfigError,
+    misspelled_settings,
+)
 from gophergem.errors import GophergemError, InvalidRequest, PinExists
 
 if TYPE_CHECKING:
@@ -425,6 +431,9 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         config = _config(args, environ)
     except ConfigError as exc:
         return _fail(str(exc))
+    if args.command != "serve":  # serve parses twistd's options, which warn
+        for warning in misspelled_settings(environ):
+            print(f"gophergem: warning: {warning}", file=sys.stderr)
     early = _answer_early() if args.command is None else None
     from gophergem._log import LogFileError, start_logging
 

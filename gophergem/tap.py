@@ -29,7 +29,13 @@ from twisted.python import usage
 from twisted.python.components import Componentized
 
 from gophergem._log import observer_for
-from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
+from gophergem.config import (
+    DEFAULT_ENDPOINT,
+    SETTINGS,
+    Config,
+    ConfigError,
+    misspelled_settings,
+)
 
 __all__ = [
     "Options",
@@ -101,6 +107,8 @@ class Options(usage.Options):
             self["config"] = Config.from_env(values)
         except ConfigError as exc:
             raise usage.UsageError(str(exc)) from None
+        for warning in misspelled_settings(values):
+            sys.stderr.write(f"gophergem: warning: {warning}\n")
         self["allowed_hosts"] = tuple(dict.fromkeys(self["allowed_hosts"]))
         log_file = self["config"].log_file
         if log_file and _twistd_options(self) is not None:
