@@ -583,16 +583,19 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
         start_logging(config.log_level, config.log_file)
     except LogFileError as error:
         return _fail(str(error))
-    return _run(tap.makeService(options))
+    return _run(tap.makeService(options), announce=options["transport"] == "http")
 
 
-def _run(top: Any) -> int:
+def _run(top: Any, *, announce: bool = False) -> int:
     """
     Start C{top} on the global reactor and run until it ends (stdin closed,
     SIGTERM or SIGINT); return the exit status.
 
     A listening failure is one line and status 2; replies the stdio
     transport owed but could not write make the status 1.
+
+    @param announce: Once the HTTP transport listens, say where, in one
+        line on standard error (L{_listening_at}).
     """
     from twisted.internet import reactor
     from twisted.logger import Logger
@@ -615,6 +618,10 @@ def _run(top: Any) -> int:
     def start() -> None:
         try:
             top.startService()
+            listener = top.namedServices.get("http")
+            if announce and listener is not None and listener.listening is not None:
+                print(f"gophergem: {_listening_at(listener.listening)}", file=sys.stderr)
+                sys.stderr.flush()
         except ListenError as error:
             _fail(str(error))
             status["code"] = 2
@@ -632,6 +639,21 @@ def _run(top: Any) -> int:
     owed = [service.exit_status for service in top if isinstance(service, StdioMCPService)]
     shared = [service.exit_status for service in top if isinstance(service, SharedStateService)]
     return status["code"] or max(owed + shared, default=0)
+
+
+def _listening_at(port: Any) -> str:
+    """Where a listening HTTP port serves MCP, said for a person: its URL, or its socket."""
+    from twisted.internet.address import IPv4Address, IPv6Address
+
+    from gophergem.url import format_host
+
+    address = port.getHost()
+    if isinstance(address, IPv4Address | IPv6Address):
+        where = format_host(address.host, address.port, 0)
+        return f"serving MCP at http://{where}/mcp (and /health)"
+    name = getattr(address, "name", None)
+    name = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+    return f"serving MCP over HTTP at /mcp on the socket {name or address}"
 
 
 def _fetch(config: Config, args: argparse.Namespace) -> int:

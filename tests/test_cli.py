@@ -8,6 +8,7 @@ C{tests/integration/test_cli_process.py}.
 from __future__ import annotations
 
 import json
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -419,3 +420,25 @@ def test_render_notes() -> None:
         }
     )
     assert "warning: first visit" in gemini
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        (("TCP", "127.0.0.1", 8000), "serving MCP at http://127.0.0.1:8000/mcp (and /health)"),
+        (("TCP6", "::1", 8443), "serving MCP at http://[::1]:8443/mcp (and /health)"),
+        (("UNIX", b"/run/gg.sock"), "serving MCP over HTTP at /mcp on the socket /run/gg.sock"),
+    ],
+)
+def test_serve_says_where_it_listens(address: tuple[Any, ...], said: str) -> None:
+    """serve names the URL of /mcp (IPv6 bracketed), or the socket it listens on."""
+    from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
+
+    made = {"TCP": IPv4Address, "TCP6": lambda *a: IPv6Address("TCP", *a[1:])}
+    host = UNIXAddress(address[1]) if address[0] == "UNIX" else made[address[0]](*address)
+
+    class Port:
+        def getHost(self) -> Any:
+            return host
+
+    assert cli._listening_at(Port()) == said

@@ -12,6 +12,7 @@ before any connection is made, and servers listen on 127.0.0.1.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -272,3 +273,46 @@ def test_serve_stdio_answers_and_ends_at_eof(environ: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2]
+
+
+def test_serve_http_says_where_it_listens(environ: dict[str, str]) -> None:
+    """
+    serve --transport http says, once listening, one line on stderr with the
+    URL of /mcp: on port 0, the port it got, where /health then answers.
+    """
+    process = subprocess.Popen(
+        [
+            *console_script(),
+            "serve",
+            "--transport",
+            "http",
+            "--endpoint",
+            "tcp:0:interface=127.0.0.1",
+        ],
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + DEADLINE
+        line = ""
+        while not line.startswith("gophergem:"):  # the log's lines go to stderr too
+            ready, _, _ = select.select([process.stderr], [], [], deadline - time.monotonic())
+            assert ready and process.poll() is None, "serve never said where it listens"
+            line = process.stderr.readline()
+        prefix = "gophergem: serving MCP at http://127.0.0.1:"
+        assert line.startswith(prefix) and line.endswith("/mcp (and /health)\n"), line
+        port = int(line[len(prefix) :].split("/", 1)[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=DEADLINE) as r:
+            assert r.status == 200
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert out == "" and "serving MCP at" not in err  # said once
