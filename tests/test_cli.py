@@ -8,8 +8,8 @@ C{tests/integration/test_cli_process.py}.
 from __future__ import annotations
 
 import json
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 
