@@ -420,6 +420,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return _main(argv, dict(os.environ if environ is None else environ))
     except BrokenPipeError:
         return _stdout_gone()
+    except KeyboardInterrupt:  # Ctrl-C before the reactor handles SIGINT (still starting)
+        return 130
 
 
 def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
@@ -435,6 +437,14 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         for warning in misspelled_settings(environ):
             print(f"gophergem: warning: {warning}", file=sys.stderr)
     early = _answer_early() if args.command is None else None
+    if args.command is None and _at_a_terminal():
+        # A person typed bare gophergem: say what is going on (stdout stays MCP's).
+        print(
+            "gophergem: serving MCP on stdin/stdout for an MCP client (Ctrl-C ends it); "
+            "to read a page try: gophergem fetch URL (gophergem --help for more)",
+            file=sys.stderr,
+            flush=True,
+        )
     from gophergem._log import LogFileError, start_logging
 
     quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
@@ -467,6 +477,14 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         return _db(config, args)
     assert early is not None
     return _serve_stdio(config, *early)
+
+
+def _at_a_terminal() -> bool:
+    """Whether standard input is a terminal (a person, not an MCP client, started us)."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
 
 
 def _db(config: Config, args: argparse.Namespace) -> int:

@@ -316,3 +316,51 @@ def test_serve_http_says_where_it_listens(environ: dict[str, str]) -> None:
             process.communicate()
     assert process.returncode == 0, err
     assert out == "" and "serving MCP at" not in err  # said once
+
+
+def test_bare_gophergem_at_a_terminal_says_what_it_does(environ: dict[str, str]) -> None:
+    """
+    With no command and a terminal on stdin, gophergem says in one line on
+    stderr that it serves MCP there and what a person probably wanted; it
+    keeps serving (an initialize typed there is answered); stdout carries
+    nothing but protocol.
+    """
+    import json
+
+    master, slave = os.openpty()
+    process = subprocess.Popen(
+        console_script(),
+        env=environ,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(slave)
+    try:
+        assert process.stderr is not None and process.stdout is not None
+        ready, _, _ = select.select([process.stderr], [], [], DEADLINE)
+        assert ready, "nothing said at the terminal"
+        line = process.stderr.readline()
+        assert line.startswith("gophergem: serving MCP on stdin/stdout"), line
+        assert "gophergem fetch URL" in line and "gophergem --help" in line
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "tty", "version": "1"},
+            },
+        }
+        os.write(master, json.dumps(request).encode() + b"\n")
+        ready, _, _ = select.select([process.stdout], [], [], DEADLINE)
+        assert ready, "the initialize typed at the terminal was not answered"
+        answer = json.loads(process.stdout.readline())
+        assert answer["id"] == 1 and "result" in answer
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=DEADLINE)
