@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     fetch = command(
         commands,
         "fetch",
-        "[--search TERMS] [--input ANSWER] [--offset N] [--json] [settings] URL",
+        "[--search TERMS] [--input ANSWER] [--offset N] [--format readable|json] [settings] URL",
         "Fetch one gopher:// or gemini:// URL, under the same policy, and print it.",
     )
     fetch.add_argument("url")
@@ -124,8 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     fetch.add_argument(
         "--offset", metavar="N", type=int, default=0, help="Where the window starts."
     )
-    fetch.add_argument(
-        "--json", action="store_true", help="Print the JSON payload (also when piped)."
+    _format_options(
+        fetch,
+        "How to print the result: readable (the default at a terminal) or json (the "
+        "default when the output is piped: the JSON payload of the tools).",
     )
 
     serve = command(
@@ -171,20 +173,20 @@ def _parser() -> argparse.ArgumentParser:
     listing = command(
         trust_commands,
         "list",
-        "[--json] [settings] [HOST]",
+        "[--format readable|json] [settings] [HOST]",
         "List pinned certificates, optionally of one host.",
     )
     listing.add_argument("host", nargs="?")
     remove = command(
         trust_commands,
         "remove",
-        "[--port N] [--json] [settings] HOST FINGERPRINT",
+        "[--port N] [--format readable|json] [settings] HOST FINGERPRINT",
         "Remove a pin, naming the fingerprint pinned now.",
     )
     pin = command(
         trust_commands,
         "pin",
-        "[--port N] [--replace] [--json] [settings] HOST FINGERPRINT",
+        "[--port N] [--replace] [--format readable|json] [settings] HOST FINGERPRINT",
         "Pin a fingerprint you got from a trusted channel (the capsule's operator).",
         "Pin a fingerprint you got from a trusted channel (the capsule's operator). A host "
         "pinned to another certificate keeps its pin unless you agree to replace it: with "
@@ -210,21 +212,21 @@ def _parser() -> argparse.ArgumentParser:
     listing = command(
         identity_commands,
         "list",
-        "[--json] [settings] [HOST]",
+        "[--format readable|json] [settings] [HOST]",
         "List identities, optionally of one host.",
     )
     listing.add_argument("host", nargs="?")
     create = command(
         identity_commands,
         "create",
-        "[--json] [settings] URL",
+        "[--format readable|json] [settings] URL",
         "Create an identity for a URL's scope (host, port and path prefix).",
     )
     create.add_argument("url", help="gemini://host/ covers the whole capsule.")
     remove = command(
         identity_commands,
         "remove",
-        "[--json] [settings] URL FINGERPRINT",
+        "[--format readable|json] [settings] URL FINGERPRINT",
         "Remove an identity, naming its fingerprint.",
     )
     remove.add_argument("url", help="The identity's scope, as listed.")
@@ -232,7 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     for group in (trust_commands, identity_commands):
         for sub in group.choices.values():
             if sub is not import_:
-                sub.add_argument("--json", action="store_true", help="Print JSON.")
+                _format_options(sub)
                 _principal_option(
                     sub,
                     " (pins are shared unless GOPHERGEM_PINS_PER_PRINCIPAL is true)"
@@ -316,13 +318,16 @@ def _feeds_parser(commands: Any, command: Any) -> None:
         dest="feeds_command", metavar="ACTION", required=True, prog="gophergem feeds"
     )
     listing = command(
-        actions, "list", "[--json] [settings]", "List the subscriptions (nothing is fetched)."
+        actions,
+        "list",
+        "[--format readable|json] [settings]",
+        "List the subscriptions (nothing is fetched).",
     )
-    listing.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(listing)
     updates = command(
         actions,
         "updates",
-        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--json] [settings]",
+        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--format readable|json] [settings]",
         "Check the subscriptions (or one) and print what is new, newest first.",
         "Check the subscriptions (or one) and print what is new, newest first: date, feed, "
         "entry title, URL. Feeds that could not be checked are listed on standard error, one "
@@ -343,21 +348,21 @@ def _feeds_parser(commands: Any, command: Any) -> None:
     updates.add_argument(
         "--limit", metavar="N", type=int, default=50, help="At most N entries (1 to 500; 50)."
     )
-    updates.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(updates)
     subscribe = command(
         actions,
         "subscribe",
-        "[--title TITLE] [--json] [settings] URL",
+        "[--title TITLE] [--format readable|json] [settings] URL",
         "Follow a gemini:// or gopher:// page; what it lists now counts as read.",
     )
     subscribe.add_argument("url")
     subscribe.add_argument("--title", metavar="TITLE", help="A title of your own.")
-    subscribe.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(subscribe)
     unsubscribe = command(
-        actions, "unsubscribe", "[--json] [settings] URL", "Stop following a page."
+        actions, "unsubscribe", "[--format readable|json] [settings] URL", "Stop following a page."
     )
     unsubscribe.add_argument("url", help="The URL as gophergem feeds list shows it.")
-    unsubscribe.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(unsubscribe)
     import_ = command(
         actions,
         "import",
@@ -379,6 +384,36 @@ def _feeds_parser(commands: Any, command: Any) -> None:
     export.set_defaults(json=False)
     for sub in actions.choices.values():
         _principal_option(sub)
+
+
+def _format_options(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """
+    Add C{--format readable|json} and its shorthand C{--json} (one or the
+    other): the readable rendering or the JSON payload, whatever the output
+    is (L{_wants_json}).
+    """
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--format",
+        choices=("readable", "json"),
+        metavar="readable|json",
+        help=help or "How to print: readable (the default) or json.",
+    )
+    group.add_argument("--json", action="store_true", help="Short for --format json.")
+
+
+def _wants_json(args: argparse.Namespace) -> bool:
+    """
+    Whether to print JSON: C{--json} or C{--format json}; without either,
+    C{fetch} prints JSON when its output is not a terminal (for programs),
+    every other command its readable rendering.
+    """
+    chosen: str | None = getattr(args, "format", None)
+    if args.json or chosen == "json":
+        return True
+    if chosen is None and args.command == "fetch":
+        return not sys.stdout.isatty()
+    return False
 
 
 def _principal_option(parser: argparse.ArgumentParser, note: str = "") -> None:
@@ -710,7 +745,7 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
         return _fail(f"the fetch failed unexpectedly: {result.getErrorMessage()}", 1)
     data = payload(result)
     status = 1 if data["kind"] == "error" else 0
-    as_json = args.json or not sys.stdout.isatty()
+    as_json = _wants_json(args)
     if status and data["error"]["code"] == "INVALID_REQUEST":
         # The request itself is wrong (a bad URL, an unknown scheme): a usage
         # error, one line and status 2; programs still get the payload.
@@ -940,7 +975,7 @@ def _terminal_yes(question: str) -> bool | None:
 def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None = None) -> int:
     """Report a trust operation that did not happen: 2 for bad arguments, else 1."""
     status = 2 if isinstance(error, InvalidRequest) else 1
-    if args.json:
+    if _wants_json(args):
         fields = error.fields()
         if hint:
             fields["next_step"] = hint
@@ -950,7 +985,7 @@ def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None =
 
 
 def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> int:
-    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else "\n".join(lines))
+    print(json.dumps(data, indent=2, ensure_ascii=False) if _wants_json(args) else "\n".join(lines))
     return 0
 
 

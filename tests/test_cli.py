@@ -442,3 +442,54 @@ def test_serve_says_where_it_listens(address: tuple[Any, ...], said: str) -> Non
             return host
 
     assert cli._listening_at(Port()) == said
+
+
+# --- --format: the readable rendering or the JSON one, whatever stdout is ---------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trust", "list"],
+        ["identity", "list"],
+        ["feeds", "list"],
+    ],
+)
+def test_format_json_and_readable(
+    argv: list[str], stores: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every command with both renderings takes --format json|readable; --json still works."""
+    environ = {**stores, "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json")}
+    outputs = {}
+    for flags in (["--format", "json"], ["--json"], ["--format", "readable"], []):
+        assert main([*argv, *flags], environ=environ) == 0
+        outputs[" ".join(flags)] = capsys.readouterr().out
+    assert json.loads(outputs["--format json"]) == json.loads(outputs["--json"])
+    assert outputs["--format readable"] == outputs[""]
+    assert not outputs[""].startswith("{")
+
+
+def test_format_json_and_json_agree_or_refuse(capsys: pytest.CaptureFixture[str]) -> None:
+    """--json with --format readable is a usage error, one line."""
+    assert main(["trust", "list", "--json", "--format", "readable"], environ={}) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "tty", "as_json"),
+    [
+        ([], True, False),
+        ([], False, True),  # piped: JSON for programs, as before
+        (["--json"], True, True),
+        (["--format", "json"], True, True),
+        (["--format", "readable"], False, False),
+        (["--format", "readable"], True, False),
+    ],
+)
+def test_fetch_format(
+    flags: list[str], tty: bool, as_json: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fetch: readable at a terminal, JSON when piped, unless --format (or --json) says."""
+    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: tty)
+    args = cli._parser().parse_args(["fetch", *flags, "gopher://example.org/"])
+    assert cli._wants_json(args) is as_json

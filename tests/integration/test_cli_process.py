@@ -364,3 +364,11 @@ def test_bare_gophergem_at_a_terminal_says_what_it_does(environ: dict[str, str])
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=DEADLINE)
+
+
+def test_fetch_readable_when_piped(environ: dict[str, str]) -> None:
+    """fetch --format readable prints the readable rendering into a pipe (| less), not JSON."""
+    done = gophergem(["fetch", "--format", "readable", "gopher://10.0.0.1/"], environ)
+    assert done.returncode == 1
+    assert done.stdout.startswith("error BLOCKED: "), done.stdout
+    assert done.stderr == ""
