@@ -327,7 +327,8 @@ def _feeds_parser(commands: Any, command: Any) -> None:
     updates = command(
         actions,
         "updates",
-        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--format readable|json] [settings]",
+        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--format readable|json] "
+        "[settings]",
         "Check the subscriptions (or one) and print what is new, newest first.",
         "Check the subscriptions (or one) and print what is new, newest first: date, feed, "
         "entry title, URL. Feeds that could not be checked are listed on standard error, one "
