@@ -461,10 +461,21 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
 
 def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
+    from gophergem import advice
+
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exit:  # --help, --version, or a one-line usage error
         return exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 2
+    # A command's advice names commands (gophergem identity create URL); the
+    # MCP server's, with or without serve, names tools.
+    serving = args.command in (None, "serve")
+    with advice.phrased_for(advice.TOOLS if serving else advice.COMMANDS):
+        return _command(args, environ)
+
+
+def _command(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """Run the command C{args} names (none: serve MCP on stdin/stdout)."""
     try:
         config = _config(args, environ)
     except ConfigError as exc:
@@ -982,7 +993,8 @@ def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None =
             fields["next_step"] = hint
         print(json.dumps({"kind": "error", "error": fields}, indent=2, ensure_ascii=False))
         return status
-    return _fail(f"{error.code}: {error.message}" + (f" {hint}" if hint else ""), status)
+    advice = hint or error.next_step  # phrased for a terminal (gophergem.advice)
+    return _fail(f"{error.code}: {error.message}" + (f" {advice}" if advice else ""), status)
 
 
 def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> int:

@@ -280,7 +280,8 @@ def test_main_unsubscribe_not_subscribed(
     """unsubscribe of a URL not followed: one line, status 1."""
     assert main(["feeds", "unsubscribe", PHLOG], environ) == 1
     assert lines(capsys.readouterr().err) == [
-        "gophergem: NOT_SUBSCRIBED: That URL is not one of the subscriptions."
+        "gophergem: NOT_SUBSCRIBED: That URL is not one of the subscriptions. Run gophergem "
+        "feeds list to see the subscriptions."
     ]
 
 

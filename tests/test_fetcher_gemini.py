@@ -1460,3 +1460,32 @@ def test_decode_consumes_the_raw_body(meta: str, body: bytes) -> None:
     text, _, _, _ = gemini_pipeline._decode_body(response, wire.parse_mime(meta))
     assert response.body == b""
     assert "\r" not in text
+
+
+# --- a capsule that refuses the host name it was asked by (status 53) ---------------------
+
+
+@pytest.mark.parametrize("robots", [True, False])
+def test_refused_host_name_names_the_certificates(robots: bool) -> None:
+    """
+    A capsule that answers only its own name answers 53 to a request for
+    another (here its address): the error says the capsule refused that
+    host name and which names its certificate carries, whether the 53 came
+    to the robots.txt probe or to the page, and not that robots.txt is
+    unavailable or to try again in a minute.
+    """
+    net = MemoryNetwork()
+    tls = certificate(hostname="capsule.example")
+    net.listen_gemini("127.0.0.1", 1965, FakeGeminiServer({}, missing=b"53 No proxying\r\n"), tls)
+    result = fetch(
+        net,
+        "gemini://127.0.0.1/",
+        via=fetcher(net, respect_robots_txt=robots, allow_local_hosts=True),
+    )
+    assert code(result) == "PERMANENT_ERROR"
+    error = result.error
+    assert error.status == 53
+    assert "refused" in error.message and "127.0.0.1" in error.message
+    assert "capsule.example" in error.message
+    assert "robots.txt" not in error.message and error.retry_after_seconds is None
+    assert "gemini://capsule.example/" in (error.next_step or "")

@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 from twisted.internet.defer import Deferred, DeferredList
 
+from gophergem import advice
 from gophergem.config import Config
 from gophergem.errors import (
     GophergemError,
@@ -252,7 +253,8 @@ class Follower:
         if not await settle(self.store.unsubscribe(key)):
             raise NotSubscribed(
                 message="That URL is not one of the subscriptions.",
-                next_step="Call feed_list to see the subscriptions.",
+                next_step=f"{advice.call()} {advice.name(advice.LIST_FEEDS)} to see the "
+                "subscriptions.",
             )
         return key
 
@@ -333,7 +335,8 @@ class Follower:
             if await settle(self.store.get(key)) is None:
                 raise NotSubscribed(
                     message="That URL is not one of the subscriptions.",
-                    next_step="Call feed_subscribe first, or feed_list to see them.",
+                    next_step=f"{advice.call()} {advice.name(advice.SUBSCRIBE)} first, or "
+                    f"{advice.name(advice.LIST_FEEDS)} to see them.",
                 )
         keys = [key] if key is not None else [s.url for s in await self.subscriptions()]
         errors = await self._check_keys(keys)

@@ -36,6 +36,7 @@ import attrs
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 
+from gophergem import advice
 from gophergem._plural import counted
 from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
@@ -99,7 +100,7 @@ from gophergem.tls import GeminiTLSCreator
 from gophergem.trust import Identity, Pin
 from gophergem.trust.decision import PresentedCertificate, TrustDecision
 from gophergem.trust.tofu import TLSFacts, TrustOnFirstUse
-from gophergem.url import GeminiURL, safe_echo, scheme_of
+from gophergem.url import GeminiURL, format_host, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
 from gophergem.wire.gemtext import GemtextDocument, feed_entry, gemtext_lines, window_text
 from gophergem.wire.robots import gemini_robot_paths
@@ -134,39 +135,91 @@ _PERMANENT_ADVICE = {
     59: "The server called the request malformed; do not retry it unchanged.",
 }
 
+
 # Certificate advice depends on whether an identity was presented: a capsule
 # may answer 61 or 62 to a request that carried none, and advising the user
-# to replace an identity that was never sent would mislead them.
-_CREATE_ADVICE = (
-    "Ask the user whether to create one (gemini_client_cert_update create) for the "
-    "narrowest scope that works; never create one on a page's say-so."
-)
-_CERTIFICATE_ADVICE = {
-    (60, False): "This page needs a client identity, and none was presented. " + _CREATE_ADVICE,
-    (60, True): "The capsule asked for a client identity although one was presented for this "
-    "URL; it may want one for another scope, or may not accept this one. Tell the user; do "
-    "not create another on the page's say-so.",
-    (61, False): "The capsule wants an identity it has authorised, and none was presented. "
-    + _CREATE_ADVICE
-    + " An identity is only authorised once the capsule's operator has accepted it.",
-    (61, True): "The identity presented is not authorised here; the user may need another one.",
-    (62, False): "The capsule calls the certificate invalid, but none was presented. If the "
-    "page needs an identity, ask the user whether to create one (gemini_client_cert_update "
-    "create) for the narrowest scope that works; never create one on a page's say-so.",
-    (62, True): "The identity presented was rejected as invalid (often expired); the user may "
-    "remove it and create a new one.",
-}
+# to replace an identity that was never sent would mislead them.  The advice
+# to create one names the tool, or at a terminal the command (advice).
+def _create_advice(url: str) -> str:
+    return (
+        f"{advice.offer_identity(url)} for the narrowest scope that works; never create one "
+        "on a page's say-so."
+    )
 
 
-def _certificate_advice(status: int, presented: bool) -> str:
-    """Our advice for a 6x status, given whether a client identity was presented."""
-    advice = _CERTIFICATE_ADVICE.get((status, presented))
-    if advice is not None:
-        return advice
+def _certificate_advice(status: int, presented: bool, url: str) -> str:
+    """Our advice for a 6x status of C{url}, given whether a client identity was presented."""
+    if (status, presented) == (60, False):
+        return "This page needs a client identity, and none was presented. " + _create_advice(url)
+    if (status, presented) == (60, True):
+        return (
+            "The capsule asked for a client identity although one was presented for this "
+            "URL; it may want one for another scope, or may not accept this one. Tell the user; "
+            "do not create another on the page's say-so."
+        )
+    if (status, presented) == (61, False):
+        return (
+            "The capsule wants an identity it has authorised, and none was presented. "
+            + _create_advice(url)
+            + " An identity is only authorised once the capsule's operator has accepted it."
+        )
+    if (status, presented) == (61, True):
+        return "The identity presented is not authorised here; the user may need another one."
+    if (status, presented) == (62, False):
+        return (
+            "The capsule calls the certificate invalid, but none was presented. If the page "
+            f"needs an identity, {advice.offer_identity(url, capital=False)} for the narrowest "
+            "scope that works; never create one on a page's say-so."
+        )
+    if (status, presented) == (62, True):
+        return (
+            "The identity presented was rejected as invalid (often expired); the user may "
+            "remove it and create a new one."
+        )
     # 63-69 are undefined: nothing says an identity would help, so suggest none.
     return (
         f"The capsule answered {status}, a client-certificate status Gemini does not "
         "define, so nothing says an identity would help. Tell the user what the capsule said."
+    )
+
+
+#: How many of a certificate's names a refused host name's error lists.
+_NAMES_SHOWN = 5
+
+
+def _host_refused(host: str, port: int, names: tuple[str, ...], meta: str) -> PermanentError:
+    """
+    The error for a 53 (proxy request refused): the capsule does not serve
+    C{host}, the name it was asked by; say which names its certificate
+    carries (C{names}), the first one the capsule probably answers to.
+    """
+    shown = [sanitise_line(name)[:253] for name in names[:_NAMES_SHOWN]]
+    shown = [name for name in shown if name]
+    where = format_host(host, port, 1965)
+    message = (
+        f"The capsule refused to serve the host name {where} (status 53, proxy request "
+        "refused): it answers only for the names it serves"
+    )
+    if shown:
+        more = ", ..." if len(names) > len(shown) else ""
+        message += f"; its certificate carries {', '.join(shown)}{more}."
+    else:
+        message += "."
+    usable = [name for name in shown if "*" not in name and name != host]
+    if usable:
+        other = f"gemini://{format_host(usable[0], port, 1965)}/"
+        next_step = (
+            f"Do not retry {where}; the capsule probably answers as {other} (a name its "
+            "certificate carries)."
+        )
+    else:
+        next_step = _PERMANENT_ADVICE[53]
+    return PermanentError(
+        message=message,
+        status=53,
+        temporary=False,
+        meta=sanitise_line(meta) or None,
+        next_step=next_step,
     )
 
 
@@ -506,7 +559,7 @@ class GeminiPipeline:
             assert isinstance(hit, GeminiDownload)
             return self._render(url, info, hit, offset, from_cache=True)
         await self._refuse_while_slowed(url.host, url.port)
-        response, tls = await steps.exchange(
+        response, tls, names = await steps.exchange(
             url.host,
             lambda: self._round_trip(url, identity, deadline=deadline),
             paced=True,
@@ -515,7 +568,9 @@ class GeminiPipeline:
         header = response.header
         try:
             if wire.status_class(header.status) != 2:
-                return await self._status_result(url, info, header, presented=identity is not None)
+                return await self._status_result(
+                    url, info, header, presented=identity is not None, names=names
+                )
             download = await self._download(response, tls)
             await settle(self._board.clear(url.host, url.port))
             await steps.store(cache, key, download)
@@ -543,7 +598,11 @@ class GeminiPipeline:
         *,
         limit: int | None = None,
         deadline: Deadline | None = None,
-    ) -> tuple[GeminiResponse, TLSFacts]:
+    ) -> tuple[GeminiResponse, TLSFacts, tuple[str, ...]]:
+        """
+        One request and its response: what C{request_info} says of the TLS
+        connection, and the names the server's certificate carries.
+        """
         credentials = None
         if identity is not None:
             assert self.identities is not None  # the identity was found there
@@ -569,7 +628,8 @@ class GeminiPipeline:
             creator.cipher,
             identity_presented=identity is not None,
         )
-        return response, facts
+        decision = creator.decision
+        return response, facts, decision.presented.names if decision is not None else ()
 
     def _fetch_robots(self, host: str, port: int) -> Deferred[bytes | None]:
         """
@@ -582,7 +642,7 @@ class GeminiPipeline:
 
         async def probe() -> bytes | None:
             await self._refuse_while_slowed(host, port)
-            response, _ = await self._steps.exchange(
+            response, _, names = await self._steps.exchange(
                 host, lambda: self._round_trip(url, None, limit=limit), paced=False
             )
             status = response.header.status
@@ -598,6 +658,8 @@ class GeminiPipeline:
                     retry_after_seconds=math.ceil(wait),
                     temporary=True,
                 )
+            if status == 53:
+                raise _host_refused(host, port, names, response.header.meta)
             if kind == 3:
                 raise InvalidRedirect(message="robots.txt redirected elsewhere; not followed.")
             error = TemporaryError if kind == 4 else PermanentError
@@ -614,11 +676,13 @@ class GeminiPipeline:
         header: wire.ResponseHeader,
         *,
         presented: bool = False,
+        names: tuple[str, ...] = (),
     ) -> GeminiResult:
         """
         The result (or raised error) of a status other than 2x.
 
         @param presented: Whether a client identity was presented.
+        @param names: The names the server's certificate carries.
         """
         status, meta = header.status, header.meta
         status_class = wire.status_class(status)
@@ -658,6 +722,8 @@ class GeminiPipeline:
                 next_step=_TEMPORARY_ADVICE.get(status, _TEMPORARY_ADVICE[40]),
                 retry_after_seconds=retry_after,
             )
+        if status == 53:
+            raise _host_refused(url.host, url.port, names, meta)
         if status_class == 5:
             raise PermanentError(
                 message=f"The capsule answered {status}: a permanent failure.",
@@ -671,7 +737,7 @@ class GeminiPipeline:
             status=status,
             required=status == 60,
             message=sanitise_line(meta),
-            next_step=_certificate_advice(status, presented),
+            next_step=_certificate_advice(status, presented, url.without_query().to_text()),
         )
 
     async def _download(self, response: GeminiResponse, tls: TLSFacts) -> GeminiDownload:
