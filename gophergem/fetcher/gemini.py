@@ -197,8 +197,8 @@ def _host_refused(host: str, port: int, names: tuple[str, ...], meta: str) -> Pe
     shown = [name for name in shown if name]
     where = format_host(host, port, 1965)
     message = (
-        f"The capsule refused to serve the host name {where} (status 53, proxy request "
-        "refused): it answers only for the names it serves"
+        f"The capsule refused to serve the host name {where}: it answers only for its own "
+        "names (Gemini calls this refusing a proxy request)"
     )
     if shown:
         more = ", ..." if len(names) > len(shown) else ""
