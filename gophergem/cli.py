@@ -741,7 +741,8 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     fetcher = Fetcher.from_config(config, reactor)
     d: Deferred[GeminiResult] | Deferred[FetchResult]
     if scheme_of(args.url) == "gemini":
-        d = fetcher.gemini(args.url, input=args.input, offset=args.offset)
+        # This process never saw the prompt: learn whether it was an 11.
+        d = fetcher.gemini(args.url, input=args.input, offset=args.offset, learn_prompt=True)
     else:
         d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
     d.addBoth(done)

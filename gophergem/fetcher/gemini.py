@@ -432,13 +432,32 @@ class GeminiPipeline:
         return attrs.evolve(self, pins=pins, identities=identities, tofu=tofu)
 
     def fetch(
-        self, url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
+        self,
+        url: str,
+        *,
+        input: str | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+        learn_prompt: bool = False,
     ) -> Deferred[GeminiResult]:
-        """Fetch one Gemini URL; the Deferred always fires with a result."""
-        return Deferred.fromCoroutine(self._fetch(url, input, offset, refresh))
+        """
+        Fetch one Gemini URL; the Deferred always fires with a result.
+
+        @param learn_prompt: When C{input} answers a prompt this pipeline
+            has not seen, first ask the URL without it, to learn whether the
+            prompt is a 10 (the answer may be shown) or an 11 (it is a
+            secret): one more request.  Without it, such an answer is a
+            secret (see L{_secret}).
+        """
+        return Deferred.fromCoroutine(self._fetch(url, input, offset, refresh, learn_prompt))
 
     async def _fetch(
-        self, text: str, answer: str | None, offset: int, refresh: bool
+        self,
+        text: str,
+        answer: str | None,
+        offset: int,
+        refresh: bool,
+        learn_prompt: bool = False,
     ) -> GeminiResult:
         info = GeminiRequestInfo(url=_strip_query(text))
         scrubber: Scrubber | None = None
@@ -451,6 +470,10 @@ class GeminiPipeline:
                 url = url.with_input(answer)
             self._check(url, offset)  # before echoing anything back
             info = self._request_info(url)
+            if answer is not None and learn_prompt and self._prompt_kind(url) is None:
+                # The response to the answer says nothing of the prompt's
+                # kind: ask the prompt itself (its result is noted below).
+                await self._fetch(url.without_query().to_text(), None, 0, False)
             secret = self._secret(url, answer)
             if secret:
                 # Tell _render to scrub the body before cutting it into windows.
@@ -480,12 +503,16 @@ class GeminiPipeline:
         terms stay readable in its results.  A query written into the URL
         itself is a secret when this URL is known to ask with an 11.
         """
-        known = self._prompts.get((url.host, url.port, url.path))
+        known = self._prompt_kind(url)
         if answer is not None:
             return None if known is False else answer
         if url.query and known:
             return unquote(url.query)
         return None
+
+    def _prompt_kind(self, url: GeminiURL) -> bool | None:
+        """Whether C{url} asked with an 11 (C{True}), only 10s (C{False}), or is unknown."""
+        return self._prompts.get((url.host, url.port, url.path))
 
     def _note_prompt(self, url: GeminiURL, result: GeminiResult) -> None:
         """Remember whether this URL asks for input with a 10 or an 11 (an 11 sticks)."""
