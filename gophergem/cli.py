@@ -1182,7 +1182,7 @@ def render(data: dict[str, Any]) -> str:
     elif kind == "text":
         lines.append(data["text"])
     elif kind == "binary":
-        size = data.get("bytes", data.get("size"))
+        size: int = data["bytes"] if "bytes" in data else data["size"]
         lines.append(f"binary: {counted(size, 'byte')}, {data['mime_type']}")
     elif kind == "gemtext":
         if "text" in data:
