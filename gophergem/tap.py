@@ -109,6 +109,7 @@ class Options(usage.Options):
             raise usage.UsageError(str(exc)) from None
         for warning in misspelled_settings(values):
             sys.stderr.write(f"gophergem: warning: {warning}\n")
+            sys.stderr.flush()
         self["allowed_hosts"] = tuple(dict.fromkeys(self["allowed_hosts"]))
         log_file = self["config"].log_file
         if log_file and _twistd_options(self) is not None:
