@@ -994,8 +994,8 @@ def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None =
             fields["next_step"] = hint
         print(json.dumps({"kind": "error", "error": fields}, indent=2, ensure_ascii=False))
         return status
-    advice = hint or error.next_step  # phrased for a terminal (gophergem.advice)
-    return _fail(f"{error.code}: {error.message}" + (f" {advice}" if advice else ""), status)
+    step = hint or error.next_step  # phrased for a terminal (gophergem.advice)
+    return _fail(f"{error.code}: {error.message}" + (f" {step}" if step else ""), status)
 
 
 def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> int:
