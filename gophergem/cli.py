@@ -120,7 +120,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("url")
     fetch.add_argument("--search", metavar="TERMS", help="Search terms for a Gopher type-7 item.")
-    fetch.add_argument("--input", metavar="ANSWER", help="The answer to a Gemini input prompt.")
+    fetch.add_argument(
+        "--input",
+        metavar="ANSWER",
+        help="The answer to a Gemini input prompt. The URL is first asked without it, to "
+        "learn whether the prompt is sensitive (status 11): only then is the answer redacted.",
+    )
     fetch.add_argument(
         "--offset", metavar="N", type=int, default=0, help="Where the window starts."
     )
