@@ -37,8 +37,15 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from gophergem._plural import counted
 from gophergem._version import __version__
-from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
+from gophergem.config import (
+    DEFAULT_ENDPOINT,
+    SETTINGS,
+    Config,
+    ConfigError,
+    misspelled_settings,
+)
 from gophergem.errors import GophergemError, InvalidRequest, NotPinned, PinExists
 
 if TYPE_CHECKING:
@@ -108,17 +115,24 @@ def _parser() -> argparse.ArgumentParser:
     fetch = command(
         commands,
         "fetch",
-        "[--search TERMS] [--input ANSWER] [--offset N] [--json] [settings] URL",
+        "[--search TERMS] [--input ANSWER] [--offset N] [--format readable|json] [settings] URL",
         "Fetch one gopher:// or gemini:// URL, under the same policy, and print it.",
     )
     fetch.add_argument("url")
     fetch.add_argument("--search", metavar="TERMS", help="Search terms for a Gopher type-7 item.")
-    fetch.add_argument("--input", metavar="ANSWER", help="The answer to a Gemini input prompt.")
+    fetch.add_argument(
+        "--input",
+        metavar="ANSWER",
+        help="The answer to a Gemini input prompt. The URL is first asked without it, to "
+        "learn whether the prompt is sensitive (status 11): only then is the answer redacted.",
+    )
     fetch.add_argument(
         "--offset", metavar="N", type=int, default=0, help="Where the window starts."
     )
-    fetch.add_argument(
-        "--json", action="store_true", help="Print the JSON payload (also when piped)."
+    _format_options(
+        fetch,
+        "How to print the result: readable (the default at a terminal) or json (the "
+        "default when the output is piped: the JSON payload of the tools).",
     )
 
     serve = command(
@@ -164,20 +178,20 @@ def _parser() -> argparse.ArgumentParser:
     listing = command(
         trust_commands,
         "list",
-        "[--json] [settings] [HOST]",
+        "[--format readable|json] [settings] [HOST]",
         "List pinned certificates, optionally of one host.",
     )
     listing.add_argument("host", nargs="?")
     remove = command(
         trust_commands,
         "remove",
-        "[--port N] [--json] [settings] HOST FINGERPRINT",
+        "[--port N] [--format readable|json] [settings] HOST FINGERPRINT",
         "Remove a pin, naming the fingerprint pinned now.",
     )
     pin = command(
         trust_commands,
         "pin",
-        "[--port N] [--replace] [--json] [settings] HOST FINGERPRINT",
+        "[--port N] [--replace] [--format readable|json] [settings] HOST FINGERPRINT",
         "Pin a fingerprint you got from a trusted channel (the capsule's operator).",
         "Pin a fingerprint you got from a trusted channel (the capsule's operator). A host "
         "pinned to another certificate keeps its pin unless you agree to replace it: with "
@@ -203,21 +217,21 @@ def _parser() -> argparse.ArgumentParser:
     listing = command(
         identity_commands,
         "list",
-        "[--json] [settings] [HOST]",
+        "[--format readable|json] [settings] [HOST]",
         "List identities, optionally of one host.",
     )
     listing.add_argument("host", nargs="?")
     create = command(
         identity_commands,
         "create",
-        "[--json] [settings] URL",
+        "[--format readable|json] [settings] URL",
         "Create an identity for a URL's scope (host, port and path prefix).",
     )
     create.add_argument("url", help="gemini://host/ covers the whole capsule.")
     remove = command(
         identity_commands,
         "remove",
-        "[--json] [settings] URL FINGERPRINT",
+        "[--format readable|json] [settings] URL FINGERPRINT",
         "Remove an identity, naming its fingerprint.",
     )
     remove.add_argument("url", help="The identity's scope, as listed.")
@@ -225,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     for group in (trust_commands, identity_commands):
         for sub in group.choices.values():
             if sub is not import_:
-                sub.add_argument("--json", action="store_true", help="Print JSON.")
+                _format_options(sub)
                 _principal_option(
                     sub,
                     " (pins are shared unless GOPHERGEM_PINS_PER_PRINCIPAL is true)"
@@ -309,13 +323,17 @@ def _feeds_parser(commands: Any, command: Any) -> None:
         dest="feeds_command", metavar="ACTION", required=True, prog="gophergem feeds"
     )
     listing = command(
-        actions, "list", "[--json] [settings]", "List the subscriptions (nothing is fetched)."
+        actions,
+        "list",
+        "[--format readable|json] [settings]",
+        "List the subscriptions (nothing is fetched).",
     )
-    listing.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(listing)
     updates = command(
         actions,
         "updates",
-        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--json] [settings]",
+        "[--url URL] [--since WHEN] [--no-mark-read] [--limit N] [--format readable|json] "
+        "[settings]",
         "Check the subscriptions (or one) and print what is new, newest first.",
         "Check the subscriptions (or one) and print what is new, newest first: date, feed, "
         "entry title, URL. Feeds that could not be checked are listed on standard error, one "
@@ -336,21 +354,21 @@ def _feeds_parser(commands: Any, command: Any) -> None:
     updates.add_argument(
         "--limit", metavar="N", type=int, default=50, help="At most N entries (1 to 500; 50)."
     )
-    updates.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(updates)
     subscribe = command(
         actions,
         "subscribe",
-        "[--title TITLE] [--json] [settings] URL",
+        "[--title TITLE] [--format readable|json] [settings] URL",
         "Follow a gemini:// or gopher:// page; what it lists now counts as read.",
     )
     subscribe.add_argument("url")
     subscribe.add_argument("--title", metavar="TITLE", help="A title of your own.")
-    subscribe.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(subscribe)
     unsubscribe = command(
-        actions, "unsubscribe", "[--json] [settings] URL", "Stop following a page."
+        actions, "unsubscribe", "[--format readable|json] [settings] URL", "Stop following a page."
     )
     unsubscribe.add_argument("url", help="The URL as gophergem feeds list shows it.")
-    unsubscribe.add_argument("--json", action="store_true", help="Print JSON.")
+    _format_options(unsubscribe)
     import_ = command(
         actions,
         "import",
@@ -372,6 +390,36 @@ def _feeds_parser(commands: Any, command: Any) -> None:
     export.set_defaults(json=False)
     for sub in actions.choices.values():
         _principal_option(sub)
+
+
+def _format_options(parser: argparse.ArgumentParser, help: str | None = None) -> None:
+    """
+    Add C{--format readable|json} and its shorthand C{--json} (one or the
+    other): the readable rendering or the JSON payload, whatever the output
+    is (L{_wants_json}).
+    """
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--format",
+        choices=("readable", "json"),
+        metavar="readable|json",
+        help=help or "How to print: readable (the default) or json.",
+    )
+    group.add_argument("--json", action="store_true", help="Short for --format json.")
+
+
+def _wants_json(args: argparse.Namespace) -> bool:
+    """
+    Whether to print JSON: C{--json} or C{--format json}; without either,
+    C{fetch} prints JSON when its output is not a terminal (for programs),
+    every other command its readable rendering.
+    """
+    chosen: str | None = getattr(args, "format", None)
+    if args.json or chosen == "json":
+        return True
+    if chosen is None and args.command == "fetch":
+        return not sys.stdout.isatty()
+    return False
 
 
 def _principal_option(parser: argparse.ArgumentParser, note: str = "") -> None:
@@ -413,18 +461,42 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return _main(argv, dict(os.environ if environ is None else environ))
     except BrokenPipeError:
         return _stdout_gone()
+    except KeyboardInterrupt:  # Ctrl-C before the reactor handles SIGINT (still starting)
+        return 130
 
 
 def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
+    from gophergem import advice
+
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exit:  # --help, --version, or a one-line usage error
         return exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 2
+    # A command's advice names commands (gophergem identity create URL); the
+    # MCP server's, with or without serve, names tools.
+    serving = args.command in (None, "serve")
+    with advice.phrased_for(advice.TOOLS if serving else advice.COMMANDS):
+        return _command(args, environ)
+
+
+def _command(args: argparse.Namespace, environ: dict[str, str]) -> int:
+    """Run the command C{args} names (none: serve MCP on stdin/stdout)."""
     try:
         config = _config(args, environ)
     except ConfigError as exc:
         return _fail(str(exc))
+    if args.command != "serve":  # serve parses twistd's options, which warn
+        for warning in misspelled_settings(environ):
+            print(f"gophergem: warning: {warning}", file=sys.stderr)
     early = _answer_early() if args.command is None else None
+    if args.command is None and _at_a_terminal():
+        # A person typed bare gophergem: say what is going on (stdout stays MCP's).
+        print(
+            "gophergem: serving MCP on stdin/stdout for an MCP client (Ctrl-C ends it); "
+            "to read a page try: gophergem fetch URL (gophergem --help for more)",
+            file=sys.stderr,
+            flush=True,
+        )
     from gophergem._log import LogFileError, start_logging
 
     quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
@@ -457,6 +529,14 @@ def _main(argv: Sequence[str] | None, environ: dict[str, str]) -> int:
         return _db(config, args)
     assert early is not None
     return _serve_stdio(config, *early)
+
+
+def _at_a_terminal() -> bool:
+    """Whether standard input is a terminal (a person, not an MCP client, started us)."""
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
 
 
 def _db(config: Config, args: argparse.Namespace) -> int:
@@ -573,16 +653,19 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
         start_logging(config.log_level, config.log_file)
     except LogFileError as error:
         return _fail(str(error))
-    return _run(tap.makeService(options))
+    return _run(tap.makeService(options), announce=options["transport"] == "http")
 
 
-def _run(top: Any) -> int:
+def _run(top: Any, *, announce: bool = False) -> int:
     """
     Start C{top} on the global reactor and run until it ends (stdin closed,
     SIGTERM or SIGINT); return the exit status.
 
     A listening failure is one line and status 2; replies the stdio
     transport owed but could not write make the status 1.
+
+    @param announce: Once the HTTP transport listens, say where, in one
+        line on standard error (L{_listening_at}).
     """
     from twisted.internet import reactor
     from twisted.logger import Logger
@@ -605,6 +688,10 @@ def _run(top: Any) -> int:
     def start() -> None:
         try:
             top.startService()
+            listener = top.namedServices.get("http")
+            if announce and listener is not None and listener.listening is not None:
+                print(f"gophergem: {_listening_at(listener.listening)}", file=sys.stderr)
+                sys.stderr.flush()
         except ListenError as error:
             _fail(str(error))
             status["code"] = 2
@@ -622,6 +709,21 @@ def _run(top: Any) -> int:
     owed = [service.exit_status for service in top if isinstance(service, StdioMCPService)]
     shared = [service.exit_status for service in top if isinstance(service, SharedStateService)]
     return status["code"] or max(owed + shared, default=0)
+
+
+def _listening_at(port: Any) -> str:
+    """Where a listening HTTP port serves MCP, said for a person: its URL, or its socket."""
+    from twisted.internet.address import IPv4Address, IPv6Address
+
+    from gophergem.url import format_host
+
+    address = port.getHost()
+    if isinstance(address, IPv4Address | IPv6Address):
+        where = format_host(address.host, address.port, 0)
+        return f"serving MCP at http://{where}/mcp (and /health)"
+    name = getattr(address, "name", None)
+    name = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+    return f"serving MCP over HTTP at /mcp on the socket {name or address}"
 
 
 def _fetch(config: Config, args: argparse.Namespace) -> int:
@@ -644,7 +746,8 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     fetcher = Fetcher.from_config(config, reactor)
     d: Deferred[GeminiResult] | Deferred[FetchResult]
     if scheme_of(args.url) == "gemini":
-        d = fetcher.gemini(args.url, input=args.input, offset=args.offset)
+        # This process never saw the prompt: learn whether it was an 11.
+        d = fetcher.gemini(args.url, input=args.input, offset=args.offset, learn_prompt=True)
     else:
         d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
     d.addBoth(done)
@@ -660,7 +763,7 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
         return _fail(f"the fetch failed unexpectedly: {result.getErrorMessage()}", 1)
     data = payload(result)
     status = 1 if data["kind"] == "error" else 0
-    as_json = args.json or not sys.stdout.isatty()
+    as_json = _wants_json(args)
     if status and data["error"]["code"] == "INVALID_REQUEST":
         # The request itself is wrong (a bad URL, an unknown scheme): a usage
         # error, one line and status 2; programs still get the payload.
@@ -907,7 +1010,7 @@ def _error_line(error: GophergemError) -> str:
 def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None = None) -> int:
     """Report a trust operation that did not happen: 2 for bad arguments, else 1."""
     status = 2 if isinstance(error, InvalidRequest) else 1
-    if args.json:
+    if _wants_json(args):
         fields = error.fields()
         if hint:
             fields["next_step"] = hint
@@ -917,11 +1020,13 @@ def _refused(error: GophergemError, args: argparse.Namespace, hint: str | None =
         return status
     if isinstance(error, NotPinned):
         return _fail(error.message, status)  # the code would speak of a mismatch
-    return _fail(_error_line(error) + (f" {hint}" if hint else ""), status)
+    step = hint or error.next_step  # phrased for a terminal (gophergem.advice)
+    where = f"{error.path}: " if error.path is not None else ""
+    return _fail(f"{where}{error.code}: {error.message}" + (f" {step}" if step else ""), status)
 
 
 def _show(args: argparse.Namespace, data: dict[str, Any], lines: list[str]) -> int:
-    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else "\n".join(lines))
+    print(json.dumps(data, indent=2, ensure_ascii=False) if _wants_json(args) else "\n".join(lines))
     return 0
 
 
@@ -1104,7 +1209,8 @@ def render(data: dict[str, Any]) -> str:
     elif kind == "text":
         lines.append(data["text"])
     elif kind == "binary":
-        lines.append(f"binary: {data.get('bytes', data.get('size'))} bytes, {data['mime_type']}")
+        size: int = data["bytes"] if "bytes" in data else data["size"]
+        lines.append(f"binary: {counted(size, 'byte')}, {data['mime_type']}")
     elif kind == "gemtext":
         if "text" in data:
             lines.append(data["text"])
@@ -1327,8 +1433,8 @@ async def _feeds_subscribe(follower: Any, args: argparse.Namespace) -> int:
     about = f"{_clean(subscription.title) or 'untitled'} ({subscription.feed_type})"
     if new:
         said = (
-            f"Subscribed to {subscription.url}: {about}, {subscription.entries_known} "
-            "entries known, all counted as read."
+            f"Subscribed to {subscription.url}: {about}, "
+            f"{counted(subscription.entries_known, 'entry', 'entries')} known, all counted as read."
         )
     else:
         said = f"Already subscribed to {subscription.url}: {about}; what was seen is kept."
@@ -1393,5 +1499,5 @@ async def _feeds_export(follower: Any, args: argparse.Namespace) -> int:
         write_atomically(Path(args.file), document)
     except OSError as error:
         return _fail(f"feeds export: cannot write {args.file!r}: {error.strerror or error}")
-    print(f"Wrote {len(subscriptions)} subscriptions to {args.file}.")
+    print(f"Wrote {counted(len(subscriptions), 'subscription')} to {args.file}.")
     return 0

@@ -29,6 +29,7 @@ __all__ = [
     "GeminiConfig",
     "GopherConfig",
     "Setting",
+    "misspelled_settings",
 ]
 
 DEFAULT_ENDPOINT = "tcp:8000:interface=127.0.0.1"
@@ -392,7 +393,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "gemini", "denied_mime_types", _mime_list, "MIME types refused (type/subtype or type/*)."
     ),
-    Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING or ERROR."),
+    Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
     Setting("gophergem", "log_file", _path, "Log to this file instead of stderr."),
     Setting(
         "gophergem",
@@ -589,6 +590,41 @@ class GeminiConfig(_ProtocolConfig):
     client_certs_storage_path: str | None = None
     denied_mime_types: tuple[str, ...] = ()
     search_engines: tuple[str, ...] = attrs.field(factory=lambda: _default_engines("gemini"))
+
+
+#: Variables with our prefixes that are read although they are no setting:
+#: the C{.tac}'s transport, endpoint and allowed hosts, and the test suite's.
+_OTHER_VARIABLES = frozenset(
+    {
+        "GOPHERGEM_TRANSPORT",
+        "GOPHERGEM_ENDPOINT",
+        "GOPHERGEM_ALLOWED_HOSTS",
+        "GOPHERGEM_REQUIRE_PEERS",
+    }
+)
+
+
+def misspelled_settings(environ: Mapping[str, str]) -> list[str]:
+    """
+    One warning for each variable of C{environ} that starts like ours
+    (C{GOPHER_}, C{GEMINI_}, C{GOPHERGEM_}), is no setting, and is close to
+    one (L{difflib.get_close_matches}), naming that setting; sorted.
+
+    A name like none of ours is left alone: other programs use these
+    prefixes too (C{GEMINI_API_KEY}).  Never an error: the variable is
+    ignored, as it always was, and the warning says so.
+    """
+    import difflib
+
+    known = {setting.variable for setting in SETTINGS} | _OTHER_VARIABLES
+    warnings = []
+    for name in sorted(environ):
+        if name in known or not name.startswith(("GOPHER_", "GEMINI_", "GOPHERGEM_")):
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        if close:
+            warnings.append(f"{name} is not a setting and is ignored; did you mean {close[0]}?")
+    return warnings
 
 
 @attrs.frozen(kw_only=True)

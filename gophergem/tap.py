@@ -30,7 +30,13 @@ from twisted.python import usage
 from twisted.python.components import Componentized
 
 from gophergem._log import log_through_twisted, observer_for
-from gophergem.config import DEFAULT_ENDPOINT, SETTINGS, Config, ConfigError
+from gophergem.config import (
+    DEFAULT_ENDPOINT,
+    SETTINGS,
+    Config,
+    ConfigError,
+    misspelled_settings,
+)
 
 __all__ = [
     "Options",
@@ -103,6 +109,9 @@ class Options(usage.Options):
             self["config"] = Config.from_env(values)
         except ConfigError as exc:
             raise usage.UsageError(str(exc)) from None
+        for warning in misspelled_settings(values):
+            sys.stderr.write(f"gophergem: warning: {warning}\n")
+            sys.stderr.flush()
         self["allowed_hosts"] = tuple(dict.fromkeys(self["allowed_hosts"]))
         log_file = self["config"].log_file
         if log_file and _twistd_options(self) is not None:

@@ -26,6 +26,7 @@ from urllib.parse import quote_from_bytes, unquote_to_bytes
 import attrs
 import idna
 
+from gophergem import advice
 from gophergem.errors import InvalidRequest
 
 __all__ = [
@@ -104,8 +105,8 @@ def _wrong_scheme(text: str, expected: str) -> InvalidRequest:
     scheme = scheme_of(text)
     if scheme in ("gopher", "gemini") and scheme != expected:
         return InvalidRequest(
-            message=f"This is a {scheme}:// URL; use the {scheme}_fetch tool for it.",
-            next_step=f"Call {scheme}_fetch with the same URL.",
+            message=f"This is a {scheme}:// URL; use {advice.the(advice.fetch(scheme))} for it.",
+            next_step=f"{advice.call()} {advice.name(advice.fetch(scheme))} with the same URL.",
         )
     if scheme in ("http", "https"):
         return InvalidRequest(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -422,3 +423,76 @@ def test_render_notes() -> None:
         }
     )
     assert "warning: first visit" in gemini
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        (("TCP", "127.0.0.1", 8000), "serving MCP at http://127.0.0.1:8000/mcp (and /health)"),
+        (("TCP6", "::1", 8443), "serving MCP at http://[::1]:8443/mcp (and /health)"),
+        (("UNIX", b"/run/gg.sock"), "serving MCP over HTTP at /mcp on the socket /run/gg.sock"),
+    ],
+)
+def test_serve_says_where_it_listens(address: tuple[Any, ...], said: str) -> None:
+    """serve names the URL of /mcp (IPv6 bracketed), or the socket it listens on."""
+    from twisted.internet.address import IPv4Address, IPv6Address, UNIXAddress
+
+    made = {"TCP": IPv4Address, "TCP6": lambda *a: IPv6Address("TCP", *a[1:])}
+    host = UNIXAddress(address[1]) if address[0] == "UNIX" else made[address[0]](*address)
+
+    class Port:
+        def getHost(self) -> Any:
+            return host
+
+    assert cli._listening_at(Port()) == said
+
+
+# --- --format: the readable rendering or the JSON one, whatever stdout is ---------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trust", "list"],
+        ["identity", "list"],
+        ["feeds", "list"],
+    ],
+)
+def test_format_json_and_readable(
+    argv: list[str], stores: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every command with both renderings takes --format json|readable; --json still works."""
+    environ = {**stores, "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json")}
+    outputs = {}
+    for flags in (["--format", "json"], ["--json"], ["--format", "readable"], []):
+        assert main([*argv, *flags], environ=environ) == 0
+        outputs[" ".join(flags)] = capsys.readouterr().out
+    assert json.loads(outputs["--format json"]) == json.loads(outputs["--json"])
+    assert outputs["--format readable"] == outputs[""]
+    assert not outputs[""].startswith("{")
+
+
+def test_format_json_and_json_agree_or_refuse(capsys: pytest.CaptureFixture[str]) -> None:
+    """--json with --format readable is a usage error, one line."""
+    assert main(["trust", "list", "--json", "--format", "readable"], environ={}) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("flags", "tty", "as_json"),
+    [
+        ([], True, False),
+        ([], False, True),  # piped: JSON for programs, as before
+        (["--json"], True, True),
+        (["--format", "json"], True, True),
+        (["--format", "readable"], False, False),
+        (["--format", "readable"], True, False),
+    ],
+)
+def test_fetch_format(
+    flags: list[str], tty: bool, as_json: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fetch: readable at a terminal, JSON when piped, unless --format (or --json) says."""
+    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: tty)
+    args = cli._parser().parse_args(["fetch", *flags, "gopher://example.org/"])
+    assert cli._wants_json(args) is as_json

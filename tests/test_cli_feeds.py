@@ -85,7 +85,7 @@ def test_subscribe_then_list(hole: Hole, capsys: pytest.CaptureFixture[str]) -> 
     """subscribe reads the page once; list shows a table of URL, type, unread, check, error."""
     assert hole.feeds("subscribe", PHLOG) == 0
     said = capsys.readouterr().out
-    assert said.startswith(f"Subscribed to {PHLOG}: My phlog (phlog), 1 entries known")
+    assert said.startswith(f"Subscribed to {PHLOG}: My phlog (phlog), 1 entry known,")
     assert hole.feeds("list") == 0
     header, row = lines(capsys.readouterr().out)
     assert header.split() == ["URL", "TYPE", "UNREAD", "LAST", "CHECKED", "LAST", "ERROR"]
@@ -218,6 +218,7 @@ def test_export(hole: Hole, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     target = tmp_path / "out.opml"
     assert hole.feeds("export", str(target)) == 0
     assert parse_opml(target.read_bytes()) == [Outline(PHLOG, "Mine")]
+    assert capsys.readouterr().out == f"Wrote 1 subscription to {target}.\n"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -279,7 +280,8 @@ def test_main_unsubscribe_not_subscribed(
     """unsubscribe of a URL not followed: one line, status 1."""
     assert main(["feeds", "unsubscribe", PHLOG], environ) == 1
     assert lines(capsys.readouterr().err) == [
-        "gophergem: NOT_SUBSCRIBED: That URL is not one of the subscriptions."
+        "gophergem: NOT_SUBSCRIBED: That URL is not one of the subscriptions. Run gophergem "
+        "feeds list to see the subscriptions."
     ]
 
 

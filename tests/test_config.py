@@ -5,6 +5,8 @@ for how L{gophergem.cli.main} reports a bad setting.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -451,3 +453,115 @@ def test_cli_option_overrides_environment(capsys: pytest.CaptureFixture[str]) ->
     assert status == 2
     assert out == ""
     assert "GOPHER_MAX_MENU_ITEMS='0'" in err
+
+
+def test_log_level_help_names_every_level_accepted() -> None:
+    """The help of GOPHERGEM_LOG_LEVEL lists exactly the levels it accepts."""
+    import re
+
+    (setting,) = [s for s in SETTINGS if s.variable == "GOPHERGEM_LOG_LEVEL"]
+    named = set(re.findall(r"\b[A-Z]{4,}\b", setting.help))
+    accepted = {"DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL", "FATAL", "TRACE", "OFF"}
+    works = set()
+    for level in accepted:
+        try:
+            setting.parse(level)
+        except ValueError:
+            continue
+        works.add(level)
+    assert named == works - {"WARN"}  # WARN is WARNING's short form
+
+
+# --- a misspelled setting is named, never silently ignored --------------------------------
+
+
+def test_misspelled_setting_names_the_closest() -> None:
+    """A variable of ours that is no setting but close to one gets one warning naming it."""
+    from gophergem.config import misspelled_settings
+
+    warnings = misspelled_settings(
+        {"GOPHER_ALLOW_LOCAL_HOST": "true", "GOPHERGEM_LOGLEVEL": "debug", "PATH": "/bin"}
+    )
+    assert warnings == [
+        "GOPHERGEM_LOGLEVEL is not a setting and is ignored; did you mean GOPHERGEM_LOG_LEVEL?",
+        "GOPHER_ALLOW_LOCAL_HOST is not a setting and is ignored; did you mean "
+        "GOPHER_ALLOW_LOCAL_HOSTS?",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GEMINI_API_KEY",  # another program's variable, nothing like ours
+        "GEMINI_MODEL",
+        "GOPHERGEM_TRANSPORT",  # read by the .tac, not a setting
+        "GOPHERGEM_ENDPOINT",
+        "GOPHERGEM_ALLOWED_HOSTS",
+        "GOPHER_ALLOW_LOCAL_HOSTS",
+        "gopher_allow_local_host",  # not our spelling at all
+    ],
+)
+def test_other_variables_are_left_alone(name: str) -> None:
+    """Known names, and names with our prefix but like none of ours, are not warned about."""
+    from gophergem.config import misspelled_settings
+
+    assert misspelled_settings({name: "x"}) == []
+
+
+@given(
+    st.sampled_from([s.variable for s in SETTINGS]),
+    st.integers(min_value=0, max_value=200),
+)
+def test_one_letter_off_is_caught(variable: str, where: int) -> None:
+    """Dropping any one letter after the prefix of a setting's name is named as that setting."""
+    from gophergem.config import misspelled_settings
+
+    start = variable.index("_") + 1
+    where = start + where % (len(variable) - start)
+    typo = variable[:where] + variable[where + 1 :]
+    warnings = misspelled_settings({typo: "1"})
+    if typo in {s.variable for s in SETTINGS}:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and warnings[0].startswith(f"{typo} is not a setting")
+
+
+def test_cli_warns_once_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script warns on stderr and goes on: stdout stays the command's."""
+    import gophergem._log
+
+    monkeypatch.setattr(gophergem._log, "start_logging", lambda *a, **k: None)
+    status = main(
+        ["trust", "list"],
+        environ={
+            "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "pins.json"),
+            "GOPHER_ALLOW_LOCAL_HOST": "true",
+            "HOME": str(tmp_path),
+        },
+    )
+    captured = capsys.readouterr()
+    assert status == 0 and captured.out == "No pins.\n"
+    assert captured.err == (
+        "gophergem: warning: GOPHER_ALLOW_LOCAL_HOST is not a setting and is ignored; "
+        "did you mean GOPHER_ALLOW_LOCAL_HOSTS?\n"
+    )
+
+
+def test_twistd_options_warn(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """twistd gophergem (and serve, which parses the same options) warns too, once."""
+    from gophergem import tap
+    from gophergem.tap import Options
+
+    monkeypatch.setattr(tap, "_ensure_asyncio_reactor", lambda: None)  # not this test's point
+
+    options = Options()
+    options.environ = {"GEMINI_RESPECT_ROBOT_TXT": "false"}
+    options.parseOptions(["--transport", "stdio"])
+    assert capsys.readouterr().err == (
+        "gophergem: warning: GEMINI_RESPECT_ROBOT_TXT is not a setting and is ignored; "
+        "did you mean GEMINI_RESPECT_ROBOTS_TXT?\n"
+    )

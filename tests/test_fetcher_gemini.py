@@ -1460,3 +1460,96 @@ def test_decode_consumes_the_raw_body(meta: str, body: bytes) -> None:
     text, _, _, _ = gemini_pipeline._decode_body(response, wire.parse_mime(meta))
     assert response.body == b""
     assert "\r" not in text
+
+
+# --- a capsule that refuses the host name it was asked by (status 53) ---------------------
+
+
+@pytest.mark.parametrize("robots", [True, False])
+def test_refused_host_name_names_the_certificates(robots: bool) -> None:
+    """
+    A capsule that answers only its own name answers 53 to a request for
+    another (here its address): the error says the capsule refused that
+    host name and which names its certificate carries, whether the 53 came
+    to the robots.txt probe or to the page, and not that robots.txt is
+    unavailable or to try again in a minute.
+    """
+    net = MemoryNetwork()
+    tls = certificate(hostname="capsule.example")
+    net.listen_gemini("127.0.0.1", 1965, FakeGeminiServer({}, missing=b"53 No proxying\r\n"), tls)
+    result = fetch(
+        net,
+        "gemini://127.0.0.1/",
+        via=fetcher(net, respect_robots_txt=robots, allow_local_hosts=True),
+    )
+    assert code(result) == "PERMANENT_ERROR"
+    error = result.error
+    assert error.status == 53
+    assert "refused" in error.message and "127.0.0.1" in error.message
+    assert "capsule.example" in error.message
+    assert "robots.txt" not in error.message and error.retry_after_seconds is None
+    assert "gemini://capsule.example/" in (error.next_step or "")
+
+
+# --- an answer to a prompt this process never saw (the console script) --------------------
+
+
+def _asking(status: int) -> dict[str, Any]:
+    def ask(url: str) -> bytes:
+        if "?" not in url:
+            return f"{status} Your answer?\r\n".encode()
+        return b"20 text/plain\r\nYou said: " + url.split("?", 1)[1].encode() + b"\n"
+
+    return {"/ask": ask}
+
+
+def test_learning_the_prompt_shows_an_answer_to_a_10() -> None:
+    """
+    With learn_prompt, an answer to a URL whose prompt was never seen asks
+    the URL without the answer first: a 10 means the answer is shown as the
+    capsule echoes it, for the price of one more request.
+    """
+    net, server = network(_asking(10))
+    result = fetch(net, "gemini://localhost/ask", input="hello world", learn_prompt=True)
+    assert result.content == "You said: hello%20world\n"
+    assert result.request_info.input_redacted is None
+    assert server.requests == [b"gemini://localhost/ask", b"gemini://localhost/ask?hello%20world"]
+
+
+def test_learning_the_prompt_keeps_an_answer_to_an_11_secret() -> None:
+    """With learn_prompt, an answer to an 11 stays a secret: scrubbed, never shown."""
+    net, server = network(_asking(11))
+    result = fetch(net, "gemini://localhost/ask", input="hunter2", learn_prompt=True)
+    assert "hunter2" not in json.dumps(payload(result))
+    assert result.request_info.input_redacted == 1
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("first", [b"20 text/plain\r\nno prompt here\n", b"51 Not found\r\n"])
+def test_learning_nothing_keeps_the_answer_secret(first: bytes) -> None:
+    """A URL that does not prompt without the answer (a 20, a 51) leaves the answer a secret."""
+
+    def page(url: str) -> bytes:
+        return first if "?" not in url else b"20 text/plain\r\nYou said: hunter2\n"
+
+    net, _ = network({"/ask": page})
+    result = fetch(net, "gemini://localhost/ask", input="hunter2", learn_prompt=True)
+    assert result.content == "You said: [redacted]\n"
+
+
+def test_a_known_prompt_is_not_asked_again() -> None:
+    """A prompt seen already (10 or 11) costs no second request, learn_prompt or not."""
+    net, server = network(_asking(10))
+    via = fetcher(net)
+    assert isinstance(fetch(net, "gemini://localhost/ask", via=via), InputResult)
+    result = fetch(net, "gemini://localhost/ask", via=via, input="hi", learn_prompt=True)
+    assert result.content == "You said: hi\n"
+    assert len(server.requests) == 2
+
+
+def test_without_learning_an_unseen_prompt_stays_secret() -> None:
+    """Without learn_prompt (the MCP tools), an answer to a prompt never seen is scrubbed."""
+    net, server = network(_asking(10))
+    result = fetch(net, "gemini://localhost/ask", input="hello")
+    assert result.content == "You said: [redacted]\n"
+    assert len(server.requests) == 1

@@ -612,3 +612,17 @@ def test_parse_consumes_the_raw_bytes(item_type: str, data: bytes) -> None:
         if isinstance(v, bytes | bytearray)
     ]
     assert held == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"), [(1, "within 1 second."), (2.5, "within 2.5 seconds.")]
+)
+def test_counts_in_messages_agree(net: MemoryNetwork, seconds: float, said: str) -> None:
+    """A count of one in a message takes the singular: 1 item, 1 second."""
+    net.listen(HOST_IP, 70, FakeGopherServer({b"/one": b"iOnly\tf\t(NULL)\t0\r\n.\r\n"}))
+    result = net.run(net.fetcher().gopher("gopher://g.example/1/one", offset=9))
+    assert result.error.message.endswith("the resource has 1 item.")
+    net.listen(HOST_IP, 71, FakeGopherServer({b"": b""}, close=False))
+    d = net.fetcher(timeout_seconds=seconds).gopher("gopher://g.example:71/")
+    result = net.run(d, advance=0.5)
+    assert result.error.message.endswith(said)

@@ -167,6 +167,7 @@ def test_page_expires_with_input_timeout() -> None:
     error = failure_of(answer)
     assert isinstance(error, InputTimeout)
     assert error.code == "INPUT_TIMEOUT"
+    assert "within 1 minute;" in error.message  # the count agrees with its noun
     assert s.pages.pending() == 0
     assert s.get(f"/{token}").status == 404
 

@@ -360,6 +360,8 @@ BODY_VECTORS = [
     ("cp273", _GRUSS.encode("cp273"), "cp273", _GRUSS, "cp273", "clean"),
     ("csIBM273", _GRUSS.encode("cp273"), "csIBM273", _GRUSS, "csibm273", "clean"),
     ("ebcdic-at-de", _GRUSS.encode("cp273"), "EBCDIC-AT-DE", _GRUSS, "cp273", "clean"),
+    ("ebcdicatde", _GRUSS.encode("cp273"), "ebcdicatde", _GRUSS, "cp273", "clean"),
+    ("csEBCDICATDE", _GRUSS.encode("cp273"), "csEBCDICATDE", _GRUSS, "cp273", "clean"),
     ("utf-16 without bom", "Hi ☕".encode("utf-16-be"), "utf-16", "Hi ☕", "utf-16be", "clean"),
     (
         "utf-16 le bom",
@@ -407,6 +409,26 @@ def test_decode_body_vectors(
 ) -> None:
     """decode_body names the charset it used and whether it was sure, guessed or lossy."""
     assert decode_body(data, declared) == DecodedText(text, charset, decoding)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cases=st.lists(st.booleans(), min_size=10, max_size=10),
+    separators=st.lists(st.sampled_from(["", "-", "_", " "]), min_size=2, max_size=2),
+    prefix=st.sampled_from(["", "cs", "CS"]),
+)
+def test_every_spelling_of_ebcdic_at_de_is_cp273(
+    cases: list[bool], separators: list[str], prefix: str
+) -> None:
+    """
+    However a server spells the IANA name EBCDIC-AT-DE (any case, with or
+    without separators, its csEBCDICATDE alias), the body is read as cp273.
+    """
+    letters = "".join(
+        c.upper() if up else c.lower() for c, up in zip("ebcdicatde", cases, strict=True)
+    )
+    declared = prefix + letters[:6] + separators[0] + letters[6:8] + separators[1] + letters[8:]
+    assert decode_body(_GRUSS.encode("cp273"), declared) == DecodedText(_GRUSS, "cp273")
 
 
 def test_decode_body_truncated_multibyte_end_is_not_lossy() -> None:

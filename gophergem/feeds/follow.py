@@ -45,6 +45,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
+from gophergem import advice
 from gophergem.config import Config
 from gophergem.errors import (
     FetchError,
@@ -317,7 +318,8 @@ class Follower:
         if not await settle(self.store.unsubscribe(key)):
             raise NotSubscribed(
                 message="That URL is not one of the subscriptions.",
-                next_step="Call feed_list to see the subscriptions.",
+                next_step=f"{advice.call()} {advice.name(advice.LIST_FEEDS)} to see the "
+                "subscriptions.",
             )
         return key
 
@@ -421,7 +423,8 @@ class Follower:
             if await settle(self.store.get(key)) is None:
                 raise NotSubscribed(
                     message="That URL is not one of the subscriptions.",
-                    next_step="Call feed_subscribe first, or feed_list to see them.",
+                    next_step=f"{advice.call()} {advice.name(advice.SUBSCRIBE)} first, or "
+                    f"{advice.name(advice.LIST_FEEDS)} to see them.",
                 )
         keys = [key] if key is not None else [s.url for s in await self.subscriptions()]
         errors = await self._check_keys(keys)

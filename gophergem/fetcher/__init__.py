@@ -237,6 +237,7 @@ class Fetcher:
         input: str | None = None,
         offset: int = 0,
         refresh: bool = False,
+        learn_prompt: bool = False,
     ) -> Deferred[GeminiResult]:
         """
         Fetch one Gemini URL.
@@ -244,10 +245,16 @@ class Fetcher:
         @param input: An answer to a 10/11 prompt; it replaces the URL's query.
         @param offset: Where the window starts, in characters.
         @param refresh: Skip the cached copy and store the fresh one.
+        @param learn_prompt: For an C{input} answering a prompt this fetcher
+            never saw (a one-shot command), ask the prompt first: the answer
+            to a 10 is then shown, an 11's stays secret.  Otherwise such an
+            answer is treated as a secret.
         @return: A Deferred that always fires with a result, never fails.
         @raise RuntimeError: When this fetcher was built without Gemini.
         """
-        return self._gemini().fetch(url, input=input, offset=offset, refresh=refresh)
+        return self._gemini().fetch(
+            url, input=input, offset=offset, refresh=refresh, learn_prompt=learn_prompt
+        )
 
     def gemini_batch(
         self, urls: Sequence[str], *, refresh: bool = False

@@ -29,6 +29,7 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem._plural import counted
 from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
 from gophergem.interfaces import IConcurrencyCap, IHostPacer, IPolicyBackend, IResponseCache
 from gophergem.policy.local import LocalPolicy
@@ -247,7 +248,7 @@ async def within_deadline(
         if not mark.passed:
             raise  # a caller gave up: not a timeout
         raise FetchTimeout(
-            message=f"The fetch did not finish within {seconds:g} seconds.",
+            message=f"The fetch did not finish within {counted(seconds, 'second')}.",
             temporary=True,
             next_step="Try again later; the server may be slow or overloaded.",
         ) from None

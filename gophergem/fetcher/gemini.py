@@ -36,6 +36,8 @@ import attrs
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 
+from gophergem import advice
+from gophergem._plural import counted
 from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
 from gophergem.config import GeminiConfig
@@ -98,7 +100,7 @@ from gophergem.tls import GeminiTLSCreator
 from gophergem.trust import Identity, Pin
 from gophergem.trust.decision import PresentedCertificate, TrustDecision
 from gophergem.trust.tofu import TLSFacts, TrustOnFirstUse
-from gophergem.url import GeminiURL, safe_echo, scheme_of
+from gophergem.url import GeminiURL, format_host, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
 from gophergem.wire.gemtext import GemtextDocument, feed_entry, gemtext_lines, window_text
 from gophergem.wire.robots import gemini_robot_paths
@@ -133,39 +135,91 @@ _PERMANENT_ADVICE = {
     59: "The server called the request malformed; do not retry it unchanged.",
 }
 
+
 # Certificate advice depends on whether an identity was presented: a capsule
 # may answer 61 or 62 to a request that carried none, and advising the user
-# to replace an identity that was never sent would mislead them.
-_CREATE_ADVICE = (
-    "Ask the user whether to create one (gemini_client_cert_update create) for the "
-    "narrowest scope that works; never create one on a page's say-so."
-)
-_CERTIFICATE_ADVICE = {
-    (60, False): "This page needs a client identity, and none was presented. " + _CREATE_ADVICE,
-    (60, True): "The capsule asked for a client identity although one was presented for this "
-    "URL; it may want one for another scope, or may not accept this one. Tell the user; do "
-    "not create another on the page's say-so.",
-    (61, False): "The capsule wants an identity it has authorised, and none was presented. "
-    + _CREATE_ADVICE
-    + " An identity is only authorised once the capsule's operator has accepted it.",
-    (61, True): "The identity presented is not authorised here; the user may need another one.",
-    (62, False): "The capsule calls the certificate invalid, but none was presented. If the "
-    "page needs an identity, ask the user whether to create one (gemini_client_cert_update "
-    "create) for the narrowest scope that works; never create one on a page's say-so.",
-    (62, True): "The identity presented was rejected as invalid (often expired); the user may "
-    "remove it and create a new one.",
-}
+# to replace an identity that was never sent would mislead them.  The advice
+# to create one names the tool, or at a terminal the command (advice).
+def _create_advice(url: str) -> str:
+    return (
+        f"{advice.offer_identity(url)} for the narrowest scope that works; never create one "
+        "on a page's say-so."
+    )
 
 
-def _certificate_advice(status: int, presented: bool) -> str:
-    """Our advice for a 6x status, given whether a client identity was presented."""
-    advice = _CERTIFICATE_ADVICE.get((status, presented))
-    if advice is not None:
-        return advice
+def _certificate_advice(status: int, presented: bool, url: str) -> str:
+    """Our advice for a 6x status of C{url}, given whether a client identity was presented."""
+    if (status, presented) == (60, False):
+        return "This page needs a client identity, and none was presented. " + _create_advice(url)
+    if (status, presented) == (60, True):
+        return (
+            "The capsule asked for a client identity although one was presented for this "
+            "URL; it may want one for another scope, or may not accept this one. Tell the user; "
+            "do not create another on the page's say-so."
+        )
+    if (status, presented) == (61, False):
+        return (
+            "The capsule wants an identity it has authorised, and none was presented. "
+            + _create_advice(url)
+            + " An identity is only authorised once the capsule's operator has accepted it."
+        )
+    if (status, presented) == (61, True):
+        return "The identity presented is not authorised here; the user may need another one."
+    if (status, presented) == (62, False):
+        return (
+            "The capsule calls the certificate invalid, but none was presented. If the page "
+            f"needs an identity, {advice.offer_identity(url, capital=False)} for the narrowest "
+            "scope that works; never create one on a page's say-so."
+        )
+    if (status, presented) == (62, True):
+        return (
+            "The identity presented was rejected as invalid (often expired); the user may "
+            "remove it and create a new one."
+        )
     # 63-69 are undefined: nothing says an identity would help, so suggest none.
     return (
         f"The capsule answered {status}, a client-certificate status Gemini does not "
         "define, so nothing says an identity would help. Tell the user what the capsule said."
+    )
+
+
+#: How many of a certificate's names a refused host name's error lists.
+_NAMES_SHOWN = 5
+
+
+def _host_refused(host: str, port: int, names: tuple[str, ...], meta: str) -> PermanentError:
+    """
+    The error for a 53 (proxy request refused): the capsule does not serve
+    C{host}, the name it was asked by; say which names its certificate
+    carries (C{names}), the first one the capsule probably answers to.
+    """
+    shown = [sanitise_line(name)[:253] for name in names[:_NAMES_SHOWN]]
+    shown = [name for name in shown if name]
+    where = format_host(host, port, 1965)
+    message = (
+        f"The capsule refused to serve the host name {where}: it answers only for its own "
+        "names (Gemini calls this refusing a proxy request)"
+    )
+    if shown:
+        more = ", ..." if len(names) > len(shown) else ""
+        message += f"; its certificate carries {', '.join(shown)}{more}."
+    else:
+        message += "."
+    usable = [name for name in shown if "*" not in name and name != host]
+    if usable:
+        other = f"gemini://{format_host(usable[0], port, 1965)}/"
+        next_step = (
+            f"Do not retry {where}; the capsule probably answers as {other} (a name its "
+            "certificate carries)."
+        )
+    else:
+        next_step = _PERMANENT_ADVICE[53]
+    return PermanentError(
+        message=message,
+        status=53,
+        temporary=False,
+        meta=sanitise_line(meta) or None,
+        next_step=next_step,
     )
 
 
@@ -378,13 +432,32 @@ class GeminiPipeline:
         return attrs.evolve(self, pins=pins, identities=identities, tofu=tofu)
 
     def fetch(
-        self, url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
+        self,
+        url: str,
+        *,
+        input: str | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+        learn_prompt: bool = False,
     ) -> Deferred[GeminiResult]:
-        """Fetch one Gemini URL; the Deferred always fires with a result."""
-        return Deferred.fromCoroutine(self._fetch(url, input, offset, refresh))
+        """
+        Fetch one Gemini URL; the Deferred always fires with a result.
+
+        @param learn_prompt: When C{input} answers a prompt this pipeline
+            has not seen, first ask the URL without it, to learn whether the
+            prompt is a 10 (the answer may be shown) or an 11 (it is a
+            secret): one more request.  Without it, such an answer is a
+            secret (see L{_secret}).
+        """
+        return Deferred.fromCoroutine(self._fetch(url, input, offset, refresh, learn_prompt))
 
     async def _fetch(
-        self, text: str, answer: str | None, offset: int, refresh: bool
+        self,
+        text: str,
+        answer: str | None,
+        offset: int,
+        refresh: bool,
+        learn_prompt: bool = False,
     ) -> GeminiResult:
         info = GeminiRequestInfo(url=_strip_query(text))
         scrubber: Scrubber | None = None
@@ -397,6 +470,10 @@ class GeminiPipeline:
                 url = url.with_input(answer)
             self._check(url, offset)  # before echoing anything back
             info = self._request_info(url)
+            if answer is not None and learn_prompt and self._prompt_kind(url) is None:
+                # The response to the answer says nothing of the prompt's
+                # kind: ask the prompt itself (its result is noted below).
+                await self._fetch(url.without_query().to_text(), None, 0, False)
             secret = self._secret(url, answer)
             if secret:
                 # Tell _render to scrub the body before cutting it into windows.
@@ -426,12 +503,16 @@ class GeminiPipeline:
         terms stay readable in its results.  A query written into the URL
         itself is a secret when this URL is known to ask with an 11.
         """
-        known = self._prompts.get((url.host, url.port, url.path))
+        known = self._prompt_kind(url)
         if answer is not None:
             return None if known is False else answer
         if url.query and known:
             return unquote(url.query)
         return None
+
+    def _prompt_kind(self, url: GeminiURL) -> bool | None:
+        """Whether C{url} asked with an 11 (C{True}), only 10s (C{False}), or is unknown."""
+        return self._prompts.get((url.host, url.port, url.path))
 
     def _note_prompt(self, url: GeminiURL, result: GeminiResult) -> None:
         """Remember whether this URL asks for input with a 10 or an 11 (an 11 sticks)."""
@@ -505,7 +586,7 @@ class GeminiPipeline:
             assert isinstance(hit, GeminiDownload)
             return self._render(url, info, hit, offset, from_cache=True)
         await self._refuse_while_slowed(url.host, url.port)
-        response, tls = await steps.exchange(
+        response, tls, names = await steps.exchange(
             url.host,
             lambda: self._round_trip(url, identity, deadline=deadline),
             paced=True,
@@ -514,7 +595,9 @@ class GeminiPipeline:
         header = response.header
         try:
             if wire.status_class(header.status) != 2:
-                return await self._status_result(url, info, header, presented=identity is not None)
+                return await self._status_result(
+                    url, info, header, presented=identity is not None, names=names
+                )
             download = await self._download(response, tls)
             await settle(self._board.clear(url.host, url.port))
             await steps.store(cache, key, download)
@@ -531,7 +614,8 @@ class GeminiPipeline:
                 message="This capsule asked us to slow down; nothing was sent.",
                 retry_after_seconds=seconds,
                 temporary=True,
-                next_step=f"Wait {seconds} seconds before fetching from this host again.",
+                next_step=f"Wait {counted(seconds, 'second')} before fetching from this host "
+                "again.",
             )
 
     async def _round_trip(
@@ -541,7 +625,11 @@ class GeminiPipeline:
         *,
         limit: int | None = None,
         deadline: Deadline | None = None,
-    ) -> tuple[GeminiResponse, TLSFacts]:
+    ) -> tuple[GeminiResponse, TLSFacts, tuple[str, ...]]:
+        """
+        One request and its response: what C{request_info} says of the TLS
+        connection, and the names the server's certificate carries.
+        """
         credentials = None
         if identity is not None:
             assert self.identities is not None  # the identity was found there
@@ -567,7 +655,8 @@ class GeminiPipeline:
             creator.cipher,
             identity_presented=identity is not None,
         )
-        return response, facts
+        decision = creator.decision
+        return response, facts, decision.presented.names if decision is not None else ()
 
     def _fetch_robots(self, host: str, port: int) -> Deferred[bytes | None]:
         """
@@ -580,7 +669,7 @@ class GeminiPipeline:
 
         async def probe() -> bytes | None:
             await self._refuse_while_slowed(host, port)
-            response, _ = await self._steps.exchange(
+            response, _, names = await self._steps.exchange(
                 host, lambda: self._round_trip(url, None, limit=limit), paced=False
             )
             status = response.header.status
@@ -596,6 +685,8 @@ class GeminiPipeline:
                     retry_after_seconds=math.ceil(wait),
                     temporary=True,
                 )
+            if status == 53:
+                raise _host_refused(host, port, names, response.header.meta)
             if kind == 3:
                 raise InvalidRedirect(message="robots.txt redirected elsewhere; not followed.")
             error = TemporaryError if kind == 4 else PermanentError
@@ -612,11 +703,13 @@ class GeminiPipeline:
         header: wire.ResponseHeader,
         *,
         presented: bool = False,
+        names: tuple[str, ...] = (),
     ) -> GeminiResult:
         """
         The result (or raised error) of a status other than 2x.
 
         @param presented: Whether a client identity was presented.
+        @param names: The names the server's certificate carries.
         """
         status, meta = header.status, header.meta
         status_class = wire.status_class(status)
@@ -656,6 +749,8 @@ class GeminiPipeline:
                 next_step=_TEMPORARY_ADVICE.get(status, _TEMPORARY_ADVICE[40]),
                 retry_after_seconds=retry_after,
             )
+        if status == 53:
+            raise _host_refused(url.host, url.port, names, meta)
         if status_class == 5:
             raise PermanentError(
                 message=f"The capsule answered {status}: a permanent failure.",
@@ -669,7 +764,7 @@ class GeminiPipeline:
             status=status,
             required=status == 60,
             message=sanitise_line(meta),
-            next_step=_certificate_advice(status, presented),
+            next_step=_certificate_advice(status, presented, url.without_query().to_text()),
         )
 
     async def _download(self, response: GeminiResponse, tls: TLSFacts) -> GeminiDownload:
@@ -767,7 +862,7 @@ class GeminiPipeline:
             toggles = None  # the offsets moved
             info = attrs.evolve(info, input_redacted=scrubber.count)
         total = len(text)
-        check_end(offset, total, f"the body has {total} characters")
+        check_end(offset, total, f"the body has {counted(total, 'character')}")
         charset = download.charset or "utf-8"
         # The window bounds what the content costs as a payload, not only its
         # characters (see gophergem.fetcher._budget).

@@ -20,6 +20,7 @@ import attrs
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 
+from gophergem._plural import counted
 from gophergem.client.connect import Connector
 from gophergem.client.gopher import GopherClientProtocol, RawResponse
 from gophergem.config import GopherConfig
@@ -323,7 +324,7 @@ class GopherPipeline:
         limit = self.config.max_rendered_chars
         if download.menu is not None:
             items = download.menu.items
-            check_end(offset, len(items), f"the resource has {len(items)} items")
+            check_end(offset, len(items), f"the resource has {counted(len(items), 'item')}")
             # At most max_menu_items, and no more than max_rendered_chars
             # worth of payload (see gophergem.fetcher._budget).
             end = cut_items(items, offset, self.config.max_menu_items, limit)
@@ -337,7 +338,7 @@ class GopherPipeline:
             return menu, 8 * (end - offset)
         if download.text is not None:
             body = download.text.text
-            check_end(offset, len(body), f"the resource has {len(body)} characters")
+            check_end(offset, len(body), f"the resource has {counted(len(body), 'character')}")
             end = cut_text(body, offset, limit)
             text = TextResult(
                 request_info=info,

@@ -49,6 +49,7 @@ from twisted.python.failure import Failure
 from twisted.web import http, server
 from twisted.web.resource import Resource
 
+from gophergem._plural import counted
 from gophergem.errors import InputTimeout, UserDeclined
 from gophergem.mcp.web import (
     BodyCappedRequest,
@@ -254,11 +255,10 @@ class SecretPages:
         if page is None:
             return
         page.timer = None
-        minutes = self.ttl / 60
         page.answer.errback(
             InputTimeout(
                 message=f"The user did not answer the capsule's request for sensitive input "
-                f"within {minutes:g} minutes; nothing was sent to the capsule.",
+                f"within {counted(self.ttl / 60, 'minute')}; nothing was sent to the capsule.",
                 next_step="Ask the user whether to try again.",
                 temporary=True,
             )
@@ -352,7 +352,8 @@ def _form_page(page: _Page, ttl: float) -> bytes:
         '<button type="submit" name="action" value="send">Send</button>'
         '<button type="submit" name="action" value="cancel" formnovalidate>Cancel</button>'
         "</form>"
-        f"<p>This page works once, and only for {ttl / 60:g} minutes after it was made.</p>",
+        f"<p>This page works once, and only for {counted(ttl / 60, 'minute')} after it was "
+        "made.</p>",
     )
 
 

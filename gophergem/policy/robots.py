@@ -27,6 +27,8 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem import advice
+from gophergem._plural import counted
 from gophergem.config import GeminiConfig, GopherConfig
 from gophergem.errors import (
     BlockedByRobots,
@@ -227,9 +229,10 @@ class RobotsGate:
         if self._probes.get(key) is not probe:
             return  # abandoned and cancelled: nobody waits, nothing to remember
         cause = _as_error(reason)
-        if isinstance(cause, _TARGET_ERRORS):
-            # The host itself is refused or unreachable, or its certificate is:
-            # the fetch would meet the same error, so report it as it is (a
+        if isinstance(cause, _TARGET_ERRORS) or cause.status == 53:
+            # The host itself is refused or unreachable, or its certificate is,
+            # or (a Gemini 53) the server does not serve that host name: the
+            # fetch would meet the same error, so report it as it is (a
             # CERTIFICATE_CHANGED must reach the user's consent flow) and
             # back off not at all: the next check probes again.
             self._settle(key, probe, _Failed(cause, self.clock.seconds(), as_is=True))
@@ -319,7 +322,9 @@ def _unavailable(cause: GophergemError, left: float) -> RobotsUnavailable:
         message=f"This host's robots.txt could not be read ({cause.code}: {cause.message}), "
         "so its policy is unknown and nothing was requested.",
         next_step=(
-            f"Try again in {wait} seconds; robots.txt is not asked for again before then."
+            f"Try again in {counted(wait, 'second')}"
+            # Only a process that lives on remembers the failure (advice).
+            + ("; robots.txt is not asked for again before then." if advice.long_lived() else ".")
             if wait
             else "Try again later."
         ),

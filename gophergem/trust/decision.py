@@ -44,6 +44,23 @@ __all__ = [
 CLOCK_SKEW_SECONDS = 300
 
 
+def _names(cert: x509.Certificate) -> tuple[str, ...]:
+    """The DNS names and addresses C{cert} is for (its SANs, else its CN), as text."""
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = [str(n) for n in sans.get_values_for_type(x509.DNSName)]
+        names += [str(n) for n in sans.get_values_for_type(x509.IPAddress)]
+    except (x509.ExtensionNotFound, ValueError):
+        names = []
+    if not names:
+        try:
+            common = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)
+        except ValueError:
+            common = []
+        names = [str(attribute.value) for attribute in common]
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
 @attrs.frozen(kw_only=True)
 class PresentedCertificate:
     """
@@ -52,6 +69,8 @@ class PresentedCertificate:
     @ivar fingerprint: C{sha256:<hex>} of the certificate (DER).
     @ivar spki: C{sha256:<hex>} of its public key (SubjectPublicKeyInfo DER).
     @ivar names_host: Whether the certificate names the host we connected to.
+    @ivar names: The names it carries: its subject alternative names (DNS
+        names and addresses), else its subject's common name.
     """
 
     fingerprint: str
@@ -59,6 +78,7 @@ class PresentedCertificate:
     not_before: float
     not_after: float
     names_host: bool
+    names: tuple[str, ...] = ()
 
     @classmethod
     def from_cryptography(cls, cert: x509.Certificate, host: str) -> PresentedCertificate:
@@ -79,6 +99,7 @@ class PresentedCertificate:
             not_before=cert.not_valid_before_utc.timestamp(),
             not_after=cert.not_valid_after_utc.timestamp(),
             names_host=names_host,
+            names=_names(cert),
         )
 
     def pin(self, host: str, port: int, *, first_seen: float, now: float) -> Pin:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gophergem import advice
 from gophergem.errors import (
     CertificateExists,
     ClientCertsDisabled,
@@ -123,7 +124,7 @@ async def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerpri
         raise FingerprintMismatch(
             message=f"The pin for {host}:{port} is {pinned.fingerprint}, not {wanted}; "
             "nothing was changed.",
-            next_step="Read the current fingerprint with gemini_trust_list first.",
+            next_step=f"Read the current fingerprint with {advice.name(advice.LIST_PINS)} first.",
         )
     return pinned
 
@@ -321,7 +322,7 @@ async def identity_to_remove(store: IIdentityStore | None, url: Any, fingerprint
                 raise FingerprintMismatch(
                     message=f"The identity for that scope is {existing.fingerprint}, not "
                     f"{wanted}; nothing was changed.",
-                    next_step="Read it with gemini_client_cert_list first.",
+                    next_step=f"Read it with {advice.name(advice.LIST_IDENTITIES)} first.",
                 )
             return existing
     raise FingerprintMismatch(message="No identity has exactly that scope; nothing was changed.")

@@ -78,6 +78,14 @@ _ALIASES = {
     "iso-8859-6-i": "iso-8859-6",
 }
 
+#: The same aliases by their letters and digits only (for names Python does
+#: not know as written), with IANA's C{cs} alias of EBCDIC-AT-DE: servers
+#: write C{ebcdicatde}, C{EBCDIC_AT_DE}...
+_COMPACT_ALIASES = {
+    **{"".join(filter(str.isalnum, name)): codec for name, codec in _ALIASES.items()},
+    "csebcdicatde": "cp273",
+}
+
 # UTF-16 and UTF-32 without a byte order mark are big-endian (RFC 2781
 # section 4.3; the Unicode standard says the same of UTF-32), whatever
 # Python's own codec would assume on this machine.
@@ -162,6 +170,8 @@ def _usable_charset(declared: str) -> str | None:
     """The lower-case name of a declared charset we can decode, or C{None}."""
     name = declared.strip().strip('"').strip().lower()
     name = _ALIASES.get(name, name)
+    if not _is_text_charset(name):
+        name = _COMPACT_ALIASES.get("".join(filter(str.isalnum, name)), name)
     if not _is_text_charset(name) or codecs.lookup(name).name == "ascii":
         # ASCII is what a server declares when it has not thought about it:
         # bytes beyond it are better explained by detection than by U+FFFD.

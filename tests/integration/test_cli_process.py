@@ -12,6 +12,7 @@ before any connection is made, and servers listen on 127.0.0.1.
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -272,3 +273,102 @@ def test_serve_stdio_answers_and_ends_at_eof(environ: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2]
+
+
+def test_serve_http_says_where_it_listens(environ: dict[str, str]) -> None:
+    """
+    serve --transport http says, once listening, one line on stderr with the
+    URL of /mcp: on port 0, the port it got, where /health then answers.
+    """
+    process = subprocess.Popen(
+        [
+            *console_script(),
+            "serve",
+            "--transport",
+            "http",
+            "--endpoint",
+            "tcp:0:interface=127.0.0.1",
+        ],
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + DEADLINE
+        line = ""
+        while not line.startswith("gophergem:"):  # the log's lines go to stderr too
+            ready, _, _ = select.select([process.stderr], [], [], deadline - time.monotonic())
+            assert ready and process.poll() is None, "serve never said where it listens"
+            line = process.stderr.readline()
+        prefix = "gophergem: serving MCP at http://127.0.0.1:"
+        assert line.startswith(prefix) and line.endswith("/mcp (and /health)\n"), line
+        port = int(line[len(prefix) :].split("/", 1)[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=DEADLINE) as r:
+            assert r.status == 200
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert out == "" and "serving MCP at" not in err  # said once
+
+
+def test_bare_gophergem_at_a_terminal_says_what_it_does(environ: dict[str, str]) -> None:
+    """
+    With no command and a terminal on stdin, gophergem says in one line on
+    stderr that it serves MCP there and what a person probably wanted; it
+    keeps serving (an initialize typed there is answered); stdout carries
+    nothing but protocol.
+    """
+    import json
+
+    master, slave = os.openpty()
+    process = subprocess.Popen(
+        console_script(),
+        env=environ,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(slave)
+    try:
+        assert process.stderr is not None and process.stdout is not None
+        ready, _, _ = select.select([process.stderr], [], [], DEADLINE)
+        assert ready, "nothing said at the terminal"
+        line = process.stderr.readline()
+        assert line.startswith("gophergem: serving MCP on stdin/stdout"), line
+        assert "gophergem fetch URL" in line and "gophergem --help" in line
+        request = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "tty", "version": "1"},
+            },
+        }
+        os.write(master, json.dumps(request).encode() + b"\n")
+        ready, _, _ = select.select([process.stdout], [], [], DEADLINE)
+        assert ready, "the initialize typed at the terminal was not answered"
+        answer = json.loads(process.stdout.readline())
+        assert answer["id"] == 1 and "result" in answer
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=DEADLINE)
+
+
+def test_fetch_readable_when_piped(environ: dict[str, str]) -> None:
+    """fetch --format readable prints the readable rendering into a pipe (| less), not JSON."""
+    done = gophergem(["fetch", "--format", "readable", "gopher://10.0.0.1/"], environ)
+    assert done.returncode == 1
+    assert done.stdout.startswith("error BLOCKED: "), done.stdout
+    assert done.stderr == ""

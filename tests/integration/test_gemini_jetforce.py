@@ -154,3 +154,86 @@ def test_size_capped_gemtext_has_only_whole_lines(
             assert set(links) <= real_targets, [url for url in links if url not in real_targets]
 
     run_async(body)
+
+
+def test_cli_fetch_by_address_names_the_capsules_name(
+    jetforce_server: Jetforce, gemini_env: dict[str, str]
+) -> None:
+    """
+    Jetforce serves only its own name (localhost): asked by its address, it
+    answers 53, to the robots.txt probe first.  gophergem fetch says that the
+    capsule refused the host name and which names its certificate carries,
+    suggests the URL with its name, and does not talk about what a one-shot
+    run would do "before then".
+    """
+    import subprocess
+    import sys
+
+    env = {**gemini_env, "GEMINI_RESPECT_ROBOTS_TXT": "true"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gophergem",
+            "fetch",
+            "--format",
+            "readable",
+            f"gemini://127.0.0.1:{jetforce_server.port}/",
+        ],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    said = done.stdout
+    assert said.startswith(
+        f"error PERMANENT_ERROR (status 53): The capsule refused to serve the host name "
+        f"127.0.0.1:{jetforce_server.port}"
+    ), said
+    assert "its certificate carries localhost, 127.0.0.1." in said
+    assert f"gemini://localhost:{jetforce_server.port}/" in said
+    assert "ROBOTS_UNAVAILABLE" not in said and "before then" not in said
+
+
+@pytest.mark.parametrize(
+    ("path", "shown"),
+    [
+        ("/cgi-bin/ask", "You said: hello world"),  # a 10: the answer is shown
+        ("/cgi-bin/careless", "Welcome back, [redacted]"),  # an 11: never shown
+    ],
+)
+def test_cli_fetch_input_shows_only_answers_to_a_10(
+    jetforce_server: Jetforce, gemini_env: dict[str, str], path: str, shown: str
+) -> None:
+    """
+    gophergem fetch --input, a process that never saw the prompt, learns
+    whether it was a 10 or an 11: the answer to a 10 is shown as the capsule
+    echoes it, the answer to an 11 is redacted wherever it comes back.
+    """
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gophergem",
+            "fetch",
+            "--format",
+            "readable",
+            "--input",
+            "hello world",
+            jetforce_server.url(path),
+        ],
+        env=gemini_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(shown), done.stdout
+    if "redacted" in shown:
+        assert "hello" not in done.stdout and "hello" not in done.stderr
