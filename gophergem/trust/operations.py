@@ -117,7 +117,7 @@ async def pin_to_remove(store: IPinStore | None, host: Any, port: Any, fingerpri
         raise NotPinned(
             message=f"{format_host(host, port, 0)} is not pinned: there is no pin to remove, "
             "and nothing was changed.",
-            next_step="List the pinned hosts with gemini_trust_list.",
+            next_step=f"List the pinned hosts with {advice.name(advice.LIST_PINS)}.",
         )
     assert isinstance(pinned, Pin)
     if pinned.fingerprint != wanted:
