@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, MutableMapping
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import anyio
 import mcp_types as types
@@ -1072,11 +1072,286 @@ def test_session_cap_leaves_the_stateless_era_alone() -> None:
     run(body)
 
 
+@pytest.mark.parametrize("max_sessions", [2, None], ids=["capped", "uncapped"])
+def test_refusal_without_a_session_hands_out_no_session_id(max_sessions: int | None) -> None:
+    """GET, DELETE or a non-initialize POST without a session: 400, and no Mcp-Session-Id."""
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server, max_sessions=max_sessions) as (port, _, _):
+            for raw in (
+                request_bytes("GET", "/mcp", headers={"Accept": "text/event-stream"}),
+                request_bytes("DELETE", "/mcp"),
+                request_bytes("POST", "/mcp", ping, MCP_HEADERS),
+            ):
+                reader, writer = await http_exchange(port, raw)
+                status, headers = await read_head(reader)
+                writer.close()
+                assert status == 400
+                assert "mcp-session-id" not in headers
+            status, headers, _ = await initialize(port)
+            assert status == 200 and headers["mcp-session-id"]
+
+    run(body)
+
+
 def test_session_limit_needs_room_for_one() -> None:
     """A cap below one session is refused when the endpoint is built."""
     server, _ = small_server()
     with pytest.raises(ValueError, match="max_sessions"):
         mcp_resource(server, max_sessions=0)
+
+
+class FakeSession:
+    """A session of L{FakeManager}: its initialize is answered when C{answer} is set."""
+
+    def __init__(self) -> None:
+        self.answer = asyncio.Event()
+        self.terminated = False
+        self.calls_done = asyncio.Event()  # requests on the session wait for this
+        self.calls_done.set()
+        FakeManager.everyone.append(self)
+
+
+class FakeManager:
+    """
+    The SDK session manager, as far as L{web.SessionLimit} sees it: a request
+    without a session registers a new one at once (as the SDK does) and
+    answers its initialize only when the test says; a session closed in
+    between answers 404, as the SDK's transport does.
+    """
+
+    stateless = False
+    everyone: ClassVar[list[FakeSession]] = []
+
+    def __init__(self) -> None:
+        FakeManager.everyone = []
+        self._server_instances: dict[str, FakeSession] = {}
+        self.opened = 0
+
+    async def _discard_session(self, session_id: str, session: FakeSession) -> None:
+        self._server_instances.pop(session_id, None)
+        session.terminated = True
+        session.answer.set()
+
+    async def handle_request(self, scope: Scope, receive: Any, send: Any) -> None:
+        named = dict(scope["headers"]).get(b"mcp-session-id")
+        if named is None:
+            self.opened += 1
+            session_id, session = f"s{self.opened}", FakeSession()
+            self._server_instances[session_id] = session
+            await session.answer.wait()
+            status = 404 if session.terminated else 200
+            if status == 404:
+                self._server_instances.pop(session_id, None)
+            await reply(send, status, [(b"mcp-session-id", session_id.encode())])
+            return
+        session = self._server_instances.get(named.decode())
+        if session is not None:
+            await session.calls_done.wait()
+        await reply(send, 200 if session is not None else 404)
+
+
+async def reply(send: Any, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers or []})
+    await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+
+
+def user(name: str) -> Any:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="t-" + name, client_id=name, scopes=[]))
+
+
+class Call:
+    """One request to a L{web.SessionLimit}, run as a task; its answer kept."""
+
+    def __init__(
+        self, limit: web.SessionLimit, session: str | None = None, who: str | None = None
+    ) -> None:
+        headers = [(b"mcp-session-id", session.encode())] if session else []
+        scope: Scope = {"type": "http", "method": "POST", "headers": headers}
+        if who is not None:
+            scope["user"] = user(who)
+        self.messages: list[MutableMapping[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            self.messages.append(message)
+
+        self.task = asyncio.ensure_future(limit(scope, receive, send))
+
+    @property
+    def status(self) -> int:
+        return int(self.messages[0]["status"])
+
+    @property
+    def headers(self) -> dict[bytes, bytes]:
+        return dict(self.messages[0].get("headers", ()))
+
+    @property
+    def session(self) -> str:
+        return self.headers[b"mcp-session-id"].decode()
+
+
+async def opened(limit: web.SessionLimit, manager: FakeManager, who: str | None = None) -> str:
+    """Open a session through C{limit} and let its initialize be answered; return its id."""
+    new = f"s{manager.opened + 1}"
+    call = Call(limit, who=who)
+    await until(lambda: new in manager._server_instances or call.task.done())
+    if new in manager._server_instances:
+        manager._server_instances[new].answer.set()
+    await call.task
+    assert call.status == 200
+    return call.session
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def answer_all(calls: list[Call]) -> None:
+    """Answer every pending initialize until each of C{calls} is done."""
+
+    def answered() -> bool:
+        for session in list(FakeManager.everyone):
+            session.answer.set()
+        return all(call.task.done() for call in calls)
+
+    await until(answered)
+
+
+def test_session_limit_never_closes_a_session_before_its_first_answer() -> None:
+    """
+    At the cap, new sessions still waiting for their initialize answer are
+    never the ones closed to make room: a burst gets 200s and 503s, no 404.
+    """
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 2)
+        for _ in range(2):
+            await opened(limit, manager)
+        burst = [Call(limit) for _ in range(5)]
+        await settle()
+        await answer_all(burst)
+        statuses = sorted(call.status for call in burst)
+        assert 404 not in statuses
+        assert statuses == [200, 200, 503, 503, 503]
+        assert len(manager._server_instances) == 2
+
+    run(body)
+
+
+def test_session_limit_burst_in_waves_never_gets_404() -> None:
+    """Many overlapping initializes over a full cap: each one gets 200 or 503, never 404."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 3)
+        for _ in range(3):
+            await opened(limit, manager)
+        statuses: list[int] = []
+        for wave in range(6):
+            calls = [Call(limit) for _ in range(wave % 4 + 1)]
+            await settle()
+            await answer_all(calls)
+            statuses.extend(call.status for call in calls)
+            assert len(manager._server_instances) <= 3
+        assert 404 not in statuses
+        assert 200 in statuses
+
+    run(body)
+
+
+def test_session_limit_closes_only_the_principals_own_sessions() -> None:
+    """A principal at the cap makes room among its own idle sessions, never another's."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 2)
+        bobs = await opened(limit, manager, who="bob")  # idle for longest
+        alices = await opened(limit, manager, who="alice")
+        newer = await opened(limit, manager, who="alice")
+        assert bobs in manager._server_instances
+        assert alices not in manager._server_instances
+        assert newer in manager._server_instances
+
+    run(body)
+
+
+def test_session_limit_refuses_when_only_others_sessions_are_idle() -> None:
+    """With the cap full of another principal's idle sessions, the answer is 503, not theirs closed."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 2)
+        mine = [await opened(limit, manager, who="alice") for _ in range(2)]
+        call = Call(limit, who="bob")
+        await call.task
+        assert call.status == 503
+        assert call.headers[b"retry-after"] == b"10"
+        assert call.headers[b"content-type"] == b"application/json"
+        error = json.loads(call.messages[1]["body"])
+        assert error["jsonrpc"] == "2.0" and error["id"] is None
+        assert "Too many MCP sessions" in error["error"]["message"]
+        assert b"mcp-session-id" not in call.headers
+        assert all(session in manager._server_instances for session in mine)
+
+    run(body)
+
+
+def test_session_limit_share_of_the_cap() -> None:
+    """
+    With two principals holding sessions, each may hold half the cap: one
+    at its share replaces its own idle session even while there is room,
+    and gets 503 when none of its own is idle.
+    """
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 6)
+        await opened(limit, manager, who="bob")
+        alices = [await opened(limit, manager, who="alice") for _ in range(3)]
+        assert len(manager._server_instances) == 4  # room for 2 more
+        await opened(limit, manager, who="alice")
+        assert alices[0] not in manager._server_instances
+        assert len(manager._server_instances) == 4
+        for session in manager._server_instances.values():
+            session.calls_done.clear()
+        busy = [Call(limit, s, who="alice") for s in manager._server_instances if s != "s1"]
+        assert len(busy) == 3
+        await settle()
+        refused = Call(limit, who="alice")
+        await refused.task
+        assert refused.status == 503
+        assert "share" in json.loads(refused.messages[1]["body"])["error"]["message"]
+        assert (await opened(limit, manager, who="bob")) in manager._server_instances
+        for session in manager._server_instances.values():
+            session.calls_done.set()
+        await asyncio.gather(*(call.task for call in busy))
+
+    run(body)
+
+
+def test_session_limit_counts_anonymous_callers_as_one_principal() -> None:
+    """Without authentication everyone shares the whole cap, closing the idlest session."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 3)
+        first, second, third = [await opened(limit, manager) for _ in range(3)]
+        await Call(limit, first).task  # first is now the freshest
+        fourth = await opened(limit, manager)
+        assert set(manager._server_instances) == {first, third, fourth}
+        assert second not in manager._server_instances
+
+    run(body)
 
 
 # --- bounds on request heads -------------------------------------------------------
