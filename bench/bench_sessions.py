@@ -83,8 +83,10 @@ class Daemon:
         self.log_path = tmp / f"daemon-{self.port}.log"
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gophergem", "serve", "--transport", "http"]
-            + ["--endpoint", f"tcp:{self.port}:interface={LOOPBACK}"],
+            [
+                *(sys.executable, "-m", "gophergem", "serve", "--transport", "http"),
+                *("--endpoint", f"tcp:{self.port}:interface={LOOPBACK}"),
+            ],
             env=env,
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,
@@ -142,12 +144,13 @@ async def initialize(port: int) -> str:
     """POST one initialize on a new connection; return C{"<status>"} or C{"<status> <message>"}."""
     reader, writer = await asyncio.open_connection(LOOPBACK, port)
     try:
-        writer.write(
+        head = (
             b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
             b"Content-Type: application/json\r\n"
             b"Accept: application/json, text/event-stream\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (port, len(INITIALIZE), INITIALIZE)
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (port, len(INITIALIZE))
         )
+        writer.write(head + INITIALIZE)
         await writer.drain()
         raw = await asyncio.wait_for(reader.read(), REQUEST_TIMEOUT)
     finally:
@@ -171,7 +174,7 @@ async def flood(port: int, total: int, concurrency: int) -> collections.Counter[
         for _ in queue:
             try:
                 counts[await initialize(port)] += 1
-            except (OSError, asyncio.TimeoutError) as error:
+            except (TimeoutError, OSError) as error:
                 counts[f"error {type(error).__name__}"] += 1
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))

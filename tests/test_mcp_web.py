@@ -18,6 +18,8 @@ from typing import Annotated, Any, ClassVar
 import anyio
 import mcp_types as types
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
@@ -1286,7 +1288,7 @@ def test_session_limit_closes_only_the_principals_own_sessions() -> None:
 
 
 def test_session_limit_refuses_when_only_others_sessions_are_idle() -> None:
-    """With the cap full of another principal's idle sessions, the answer is 503, not theirs closed."""
+    """With the cap full of another principal's idle sessions: 503, and none of theirs closed."""
 
     async def body() -> None:
         manager = FakeManager()
@@ -1437,3 +1439,82 @@ def test_oversize_heads_are_answered(raw: bytes, status: int) -> None:
     assert wire.value().startswith(b"HTTP/1.1 %d " % status)
     assert wire.head()[1]["connection"] == "close"
     assert wire.transport.disconnecting
+
+
+# --- the access log ----------------------------------------------------------------
+
+
+def access_log_of(raw: bytes) -> str:
+    """The access-log lines a L{web.BoundedSite} writes for C{raw}, as the daemon logs them."""
+    from twisted.logger import formatEvent
+
+    wire, _ = bounded()
+    with capturedLogs() as events:
+        wire.channel.factory.startFactory()
+        try:
+            wire.send(raw)
+        finally:
+            wire.channel.factory.stopFactory()
+    return "\n".join(formatEvent(event) for event in events)
+
+
+def test_access_log_redacts_credentials_in_the_query() -> None:
+    """A token sent as ?access_token= never reaches the access log; other parameters do."""
+    line = access_log_of(
+        b"GET /hello?access_token=SECRET&x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+        b"Referer: http://127.0.0.1:8000/?token=REFSECRET&page=2\r\n\r\n"
+    )
+    assert '"GET /hello?access_token=REDACTED&x=1 HTTP/1.1" 200' in line
+    assert "page=2" in line
+    assert "SECRET" not in line
+
+
+@given(
+    name=st.sampled_from(
+        [
+            "access_token",
+            "Access-Token",
+            "token",
+            "id_token",
+            "code",
+            "key",
+            "api_key",
+            "client_secret",
+            "password",
+            "passwd",
+            "auth",
+            "authorization",
+            "session_id",
+            "sig",
+            "X-Amz-Credential",
+        ]
+    ),
+    value=st.text(
+        alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="&;#"),
+        min_size=1,
+        max_size=40,
+    ),
+    before=st.sampled_from(["", "x=1&", "a&", "q=%20&"]),
+    after=st.sampled_from(["", "&y=2", ";z", "&" + "k=v"]),
+)
+def test_redact_uri_hides_every_credential_value(
+    name: str, value: str, before: str, after: str
+) -> None:
+    """Whatever the credential-like parameter holds, its value is gone; the rest stays."""
+    uri = f"/p?{before}{name}={value}{after}".encode()
+    redacted = web.redact_uri(uri)
+    assert redacted == f"/p?{before}{name}=REDACTED{after}".encode()
+
+
+def test_redact_uri_leaves_harmless_uris_alone() -> None:
+    for uri in (b"/mcp", b"/health?", b"/search?q=gopher&page=2", b"/a?flag", b"/a?=x"):
+        assert web.redact_uri(uri) == uri
+
+
+def test_request_repr_redacts_credentials() -> None:
+    """Twisted logs a request by its repr (a HEAD answered with a body): no token in it."""
+    wire, _ = bounded()
+    request = web.BodyCappedRequest(wire.channel)
+    request.method, request.uri = b"GET", b"/hello?code=SECRET&x=1"
+    assert "SECRET" not in repr(request)
+    assert "uri=/hello?code=REDACTED&x=1 " in repr(request)

@@ -31,6 +31,7 @@ import enum
 import io
 import itertools
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from http import HTTPStatus
@@ -53,6 +54,7 @@ from gophergem.config import Config
 from gophergem.mcp._sdk import discard_session, live_sessions
 
 __all__ = [
+    "CREDENTIAL_NAMES",
     "DRAIN_SECONDS",
     "MAX_BODY_SIZE",
     "MAX_SESSIONS",
@@ -66,6 +68,8 @@ __all__ = [
     "foreign_request",
     "hide_refused_session_id",
     "mcp_resource",
+    "redact_uri",
+    "redacting_log_formatter",
     "refuse",
     "scope_principal",
     "transport_security",
@@ -177,6 +181,82 @@ def refuse(request: server.Request, code: int, text: str) -> bytes:
     return _plain(request, code, text)
 
 
+CREDENTIAL_NAMES = (
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "auth",
+    "key",
+    "code",
+    "session",
+    "sig",
+    "cred",
+    "jwt",
+    "bearer",
+    "assertion",
+    "ticket",
+    "otp",
+)
+"""
+Query parameters whose value is kept out of logs: any parameter whose name
+(case and C{-}/C{_} aside) contains one of these (C{access_token},
+C{client_secret}, C{password}, C{api_key}, C{code}, C{X-Amz-Signature}, ...).
+"""
+
+REDACTED = b"REDACTED"
+
+
+def _credential_name(name: bytes) -> bool:
+    plain = unquote_to_bytes(name.replace(b"+", b" ")).lower().replace(b"-", b"_")
+    return any(word.encode() in plain for word in CREDENTIAL_NAMES)
+
+
+def redact_uri(uri: bytes) -> bytes:
+    """
+    C{uri} fit for a log: the value of every query parameter that looks
+    like a credential (see L{CREDENTIAL_NAMES}) is replaced by C{REDACTED};
+    the path and the other parameters are kept as they came.
+    """
+    path, question, query = uri.partition(b"?")
+    if not question or not query:
+        return uri
+    query, hash_, fragment = query.partition(b"#")
+    parts = re.split(rb"([&;])", query)
+    for index in range(0, len(parts), 2):
+        name, equals, value = parts[index].partition(b"=")
+        if equals and value and name and _credential_name(name):
+            parts[index] = name + equals + REDACTED
+    redacted_fragment = hash_ + (REDACTED if fragment else b"")
+    return path + question + b"".join(parts) + redacted_fragment
+
+
+class _RedactedHeaders:
+    """A request, as an access-log formatter sees it, with credentials out of its URIs."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+        self.uri = redact_uri(request.uri)
+
+    def getHeader(self, name: bytes) -> bytes | None:
+        value: bytes | None = self._request.getHeader(name)
+        if value is not None and name.lower() == b"referer":
+            return redact_uri(value)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+
+def redacting_log_formatter(timestamp: str, request: Any) -> str:
+    """
+    Twisted's combined access-log line for C{request}, with the request
+    URI's and the C{Referer}'s credentials redacted (L{redact_uri}).
+    """
+    line: str = http.combinedLogFormatter(timestamp, _RedactedHeaders(request))
+    return line
+
+
 class BodyCappedRequest(server.Request):
     """
     A C{Site} request that refuses an over-size body while it arrives.
@@ -222,6 +302,16 @@ class BodyCappedRequest(server.Request):
             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(message), message)
         )
         self.channel.loseConnection()
+
+    def __repr__(self) -> str:
+        # Twisted's own, with the URI fit for a log (Twisted logs requests by repr).
+        return "<{} at 0x{:x} method={} uri={} clientproto={}>".format(
+            type(self).__name__,
+            id(self),
+            self.method.decode("ascii", "replace"),
+            redact_uri(self.uri).decode("ascii", "replace"),
+            self.clientproto.decode("ascii", "replace"),
+        )
 
     def process(self) -> None:
         if not self.body_refused:
@@ -370,13 +460,20 @@ class BoundedSite(server.Site):
         unlogged: tuple[bytes, ...] = (),
     ) -> None:
         super().__init__(  # type: ignore[no-untyped-call]  # Twisted: unannotated
-            resource, requestFactory=BodyCappedRequest, timeout=idle_timeout, reactor=reactor
+            resource,
+            requestFactory=BodyCappedRequest,
+            timeout=idle_timeout,
+            reactor=reactor,
+            logFormatter=redacting_log_formatter,
         )
         self.header_timeout = header_timeout
         self.unlogged = unlogged
 
     def log(self, request: Any) -> None:
-        """Log a request, unless its path starts with one of C{unlogged} (secret URLs)."""
+        """
+        Log a request, unless its path starts with one of C{unlogged} (secret
+        URLs); credentials in its query are redacted (L{redact_uri}).
+        """
         path = getattr(request, "path", b"") or b""
         if self.unlogged and path.startswith(self.unlogged):
             return
