@@ -93,7 +93,12 @@ class Daemon:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=self._limit,
         )
+
+    @staticmethod
+    def _limit() -> None:
+        """Run in the daemon's process before it starts (subclasses set limits here)."""
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + START_DEADLINE

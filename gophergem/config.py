@@ -420,6 +420,18 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "gophergem",
+        "http_body_timeout_seconds",
+        _float_range(0, 3600),
+        "HTTP: seconds a client gets to send a request's body, once its headers are in.",
+    ),
+    Setting(
+        "gophergem",
+        "http_max_connections_per_address",
+        _int_range(0, 1_000_000),
+        "HTTP: connections open at once from one IP address; 0 = no limit (behind a proxy).",
+    ),
+    Setting(
+        "gophergem",
         "http_drain_seconds",
         _float_range(0, 3600),
         "HTTP: on shutdown, seconds requests in flight get to finish.",
@@ -608,6 +620,8 @@ class Config:
     http_max_sessions: int = 2000
     http_session_idle_seconds: float = 1800.0
     http_header_timeout_seconds: float = 20.0
+    http_body_timeout_seconds: float = 30.0
+    http_max_connections_per_address: int = 256
     http_drain_seconds: float = 10.0
     feeds_storage_path: str | None = None
     feeds_check_interval_seconds: int | None = None

@@ -278,6 +278,10 @@ class HTTPListenService(StreamServerEndpointService):
 
     def _listening(self, port: Any) -> Any:
         self.listening = port
+        watch = getattr(self.factory, "watch_port", None)
+        if watch is not None:
+            # The site pauses accepting near the file descriptor limit.
+            watch(port)
         return port
 
 
@@ -492,7 +496,8 @@ def build_site(
     C{/.well-known/agent.gopher} and C{/.well-known/agent/}, all under the
     same C{Host}/C{Origin} rules (C{security}); the resource needs a
     L{gophergem.mcp.web.LifespanService} running beside it.  The
-    configuration bounds sessions and the time to send request headers.
+    configuration bounds sessions, the time to send request headers and
+    bodies, and the connections from one address.
     With C{secret_pages} (a L{gophergem.mcp.secret_page.SecretPages}), the
     one-time pages for a capsule's secret input are served under
     C{/input/}, and no request there is logged.  With a C{token_verifier}
@@ -554,6 +559,8 @@ def build_site(
     site = BoundedSite(
         root,
         header_timeout=config.http_header_timeout_seconds,
+        body_timeout=config.http_body_timeout_seconds,
+        max_connections_per_address=config.http_max_connections_per_address,
         reactor=reactor,
         unlogged=(f"/{INPUT_PATH}/".encode(),),
     )

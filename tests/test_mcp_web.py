@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
+import os
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Annotated, Any, ClassVar
 
@@ -24,8 +26,10 @@ from mcp import Client
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from pydantic import BaseModel
+from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
-from twisted.logger import LogLevel, capturedLogs
+from twisted.logger import LogLevel, capturedLogs, formatEvent
+from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
@@ -1518,3 +1522,190 @@ def test_request_repr_redacts_credentials() -> None:
     request.method, request.uri = b"GET", b"/hello?code=SECRET&x=1"
     assert "SECRET" not in repr(request)
     assert "uri=/hello?code=REDACTED&x=1 " in repr(request)
+
+
+# --- bounds on request bodies and connections --------------------------------------
+
+
+def drip_head(length: int = 100_000) -> bytes:
+    return (
+        b"POST /hello HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % length
+    )
+
+
+class Posted(Resource):
+    isLeaf = True
+
+    def render_POST(self, request: Any) -> bytes:
+        return b"got %d bytes" % len(request.content.read())
+
+
+def body_site(body_timeout: float = 30.0, **options: Any) -> tuple[web.BoundedSite, Clock]:
+    clock = Clock()
+    root = Resource()
+    root.putChild(b"hello", Posted())
+    site = web.BoundedSite(root, body_timeout=body_timeout, reactor=clock, **options)
+    return site, clock
+
+
+def test_dripped_body_is_cut_at_the_deadline() -> None:
+    """A body sent a byte every 10 s gets 408 and a closed connection at the body deadline."""
+    site, clock = body_site(body_timeout=30)
+    wire = Wire(site)
+    wire.send(drip_head())
+    for _ in range(2):
+        clock.advance(10)
+        wire.send(b"{")
+    assert not wire.transport.disconnecting
+    clock.advance(10)  # 30 s since the head: however busy the client looked
+    assert wire.value().startswith(b"HTTP/1.1 408 ")
+    assert wire.head()[1]["connection"] == "close"
+    assert wire.transport.disconnecting
+    wire.send(b"{")  # nothing more is read
+    assert wire.value().count(b"HTTP/1.1") == 1
+
+
+def test_prompt_body_leaves_no_deadline_behind() -> None:
+    """A body that arrives in time is served; its deadline is gone with it."""
+    site, clock = body_site(body_timeout=30)
+    wire = Wire(site)
+    wire.send(drip_head(2) + b"{}")
+    assert wire.value().startswith(b"HTTP/1.1 200 ")
+    assert wire.value().endswith(b"got 2 bytes")
+    clock.advance(31)
+    assert b"408" not in wire.value()
+
+
+def test_body_deadline_comes_from_the_site() -> None:
+    site, clock = body_site(body_timeout=5)
+    wire = Wire(site)
+    wire.send(drip_head())
+    clock.advance(5)
+    assert wire.value().startswith(b"HTTP/1.1 408 ")
+
+
+def connect(site: web.BoundedSite, host: str, port: int = 40000) -> Any:
+    """A connection to C{site} from C{host}; the protocol it got, connected."""
+    from twisted.internet.address import IPv4Address
+    from twisted.internet.testing import StringTransport
+
+    transport = StringTransport(
+        hostAddress=IPv4Address("TCP", "127.0.0.1", 8000),
+        peerAddress=IPv4Address("TCP", host, port),
+    )
+    protocol = site.buildProtocol(transport.getPeer())
+    protocol.makeConnection(transport)
+    return protocol
+
+
+def test_one_connection_over_the_per_address_limit_is_refused() -> None:
+    """The N+1th connection from one address gets 503 and is closed; others are served."""
+    site, _ = body_site(max_connections_per_address=3)
+    with capturedLogs() as events:
+        kept = [connect(site, "192.0.2.7", 40000 + n) for n in range(3)]
+        refused = [connect(site, "192.0.2.7", 41000 + n) for n in range(2)]
+    for protocol in refused:
+        assert protocol.transport.value().startswith(b"HTTP/1.1 503 ")
+        assert b"Retry-After: 10" in protocol.transport.value()
+        assert protocol.transport.disconnecting
+    assert not any(p.transport.disconnecting for p in kept)
+    other = connect(site, "192.0.2.8")
+    assert not other.transport.disconnecting
+    warnings = [e for e in events if e["log_level"] == LogLevel.warn]
+    assert len(warnings) == 1  # once, not per refused connection
+    kept[0].connectionLost(Failure(ConnectionDone()))
+    again = connect(site, "192.0.2.7", 42000)
+    assert not again.transport.disconnecting
+    assert site.connections["192.0.2.7"] == 3
+
+
+def test_no_per_address_limit_at_zero() -> None:
+    site, _ = body_site(max_connections_per_address=0)
+    protocols = [connect(site, "192.0.2.7", 40000 + n) for n in range(300)]
+    assert not any(p.transport.disconnecting for p in protocols)
+
+
+class FakeListener:
+    def __init__(self) -> None:
+        self.fail_with: int | None = None
+
+    def accept(self) -> Any:
+        if self.fail_with is not None:
+            raise OSError(self.fail_with, os.strerror(self.fail_with))
+        return "client", ("127.0.0.1", 1)
+
+    def fileno(self) -> int:
+        return 42
+
+
+class FakePort:
+    """A listening port as the site sees it: reading or not, and its socket."""
+
+    def __init__(self) -> None:
+        self.reading = True
+        self.connected = True
+        self.disconnecting = False
+        self.socket: Any = FakeListener()
+
+    def stopReading(self) -> None:
+        self.reading = False
+
+    def startReading(self) -> None:
+        self.reading = True
+
+
+def test_out_of_descriptors_stops_accepting_logs_once_and_resumes() -> None:
+    """EMFILE in accept: stop accepting, one warning, accept again a moment later."""
+    site, clock = body_site()
+    port = FakePort()
+    listener = port.socket
+    site.watch_port(port)
+    assert port.socket.fileno() == 42  # the rest of the socket is untouched
+    listener.fail_with = errno.EMFILE
+    with capturedLogs() as events:
+        for _ in range(3):
+            with pytest.raises(OSError):
+                port.socket.accept()
+        assert not port.reading
+        clock.advance(web.RESUME_SECONDS)
+    assert port.reading
+    warnings = [e for e in events if e["log_level"] == LogLevel.warn]
+    assert len(warnings) == 1
+    assert "EMFILE" in formatEvent(warnings[0])
+    listener.fail_with = None
+    assert port.socket.accept()[0] == "client"
+
+
+def test_other_accept_errors_do_not_pause() -> None:
+    site, _ = body_site()
+    port = FakePort()
+    site.watch_port(port)
+    port.socket._listener.fail_with = errno.ECONNABORTED
+    with pytest.raises(OSError):
+        port.socket.accept()
+    assert port.reading
+
+
+def test_descriptor_budget_stops_accepting_before_the_limit() -> None:
+    """At C{max_connections} open, the port stops accepting until one closes."""
+    site, clock = body_site(max_connections=2)
+    port = FakePort()
+    site.watch_port(port)
+    first = connect(site, "192.0.2.1")
+    assert port.reading
+    connect(site, "192.0.2.2")
+    assert not port.reading
+    clock.advance(web.RESUME_SECONDS)
+    assert not port.reading  # still full
+    first.connectionLost(Failure(ConnectionDone()))
+    clock.advance(web.RESUME_SECONDS)
+    assert port.reading
+    assert site.open_connections == 1
+
+
+def test_descriptor_budget() -> None:
+    assert web.descriptor_budget(1024) == 768
+    assert web.descriptor_budget(256) == 192
+    assert web.descriptor_budget(20000) == 19744
+    assert web.descriptor_budget(10) == 16

@@ -28,6 +28,7 @@ import asyncio
 import collections
 import contextlib
 import enum
+import errno
 import io
 import itertools
 import json
@@ -44,7 +45,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
-from twisted.internet.protocol import connectionDone
+from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import http, server
@@ -57,7 +58,9 @@ __all__ = [
     "CREDENTIAL_NAMES",
     "DRAIN_SECONDS",
     "MAX_BODY_SIZE",
+    "MAX_CONNECTIONS_PER_ADDRESS",
     "MAX_SESSIONS",
+    "RESUME_SECONDS",
     "SESSION_IDLE_SECONDS",
     "ASGIResource",
     "BodyCappedRequest",
@@ -65,6 +68,7 @@ __all__ = [
     "BoundedSite",
     "LifespanService",
     "SessionLimit",
+    "descriptor_budget",
     "foreign_request",
     "hide_refused_session_id",
     "mcp_resource",
@@ -95,6 +99,15 @@ MAX_SESSIONS = 2000
 
 SESSION_IDLE_SECONDS = 1800.0
 """How long a session may go without any request before it is closed, by default."""
+
+MAX_CONNECTIONS_PER_ADDRESS: int = Config().http_max_connections_per_address
+"""
+Connections open at once from one IP address, by default (0: no limit): the
+default of C{GOPHERGEM_HTTP_MAX_CONNECTIONS_PER_ADDRESS}.
+"""
+
+RESUME_SECONDS = 1.0
+"""After the site stopped accepting connections, how soon it looks for room again."""
 
 IDLE_SECONDS = 75.0
 """How long an idle keep-alive connection stays open (serving a request or a stream is not idle)."""
@@ -320,36 +333,42 @@ class BodyCappedRequest(server.Request):
 
 class BoundedHTTPChannel(http.HTTPChannel):
     """
-    An HTTP connection with bounds on the head of each request.
+    An HTTP connection with bounds on the head and body of each request.
 
     A client gets C{header_timeout} seconds to send a request line and its
     headers, from the moment it connects or sends the first byte of its
     next request; past that it gets 408 and the connection is closed (a
-    client trickling a byte at a time is cut off, not kept forever).  A
-    request line longer than C{max_request_line} bytes gets 414; headers
-    past C{totalHeadersSize} bytes or C{maxHeaders} lines get 431.  Each
-    refusal is an answer followed by closing the connection.
+    client trickling a byte at a time is cut off, not kept forever).  It
+    then gets C{body_timeout} seconds to send the whole body, if the
+    request has one; past that, 408 and close as well.  A request line
+    longer than C{max_request_line} bytes gets 414; headers past
+    C{totalHeadersSize} bytes or C{maxHeaders} lines get 431.  Each refusal
+    is an answer followed by closing the connection.
 
-    C{header_timeout} is read from the site when it has one (see
-    L{BoundedSite}).
+    C{header_timeout} and C{body_timeout} are read from the site when it
+    has them (see L{BoundedSite}).
     """
 
     header_timeout: float = 20.0
+    body_timeout: float = Config().http_body_timeout_seconds
     max_request_line = 8 * 1024
     totalHeadersSize = 16 * 1024
     maxHeaders = 100
     MAX_LENGTH = totalHeadersSize
 
     _head_call: IDelayedCall | None = None
+    _body_call: IDelayedCall | None = None
+    _address: str | None = None  # the peer's address, when the site counts it
+    _counted = False  # the site counts this connection
     _reading_head = True  # between requests or in a request's head
     _on_request_line = True
     _refused = False
 
     def connectionMade(self) -> None:
         super().connectionMade()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        self.header_timeout = getattr(
-            getattr(self, "site", None), "header_timeout", self.header_timeout
-        )
+        site = getattr(self, "site", None)
+        self.header_timeout = getattr(site, "header_timeout", self.header_timeout)
+        self.body_timeout = getattr(site, "body_timeout", self.body_timeout)
         self._start_head_clock()
 
     def dataReceived(self, data: bytes) -> None:
@@ -391,6 +410,15 @@ class BoundedHTTPChannel(http.HTTPChannel):
         self._stop_head_clock()
         self._reading_head = False
         super().allHeadersReceived()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        # A body follows unless it is declared empty (chunked: length None).
+        if self.length != 0 and self.body_timeout and self.body_timeout > 0:
+            self._body_call = self.callLater(  # type: ignore[no-untyped-call]  # Twisted: unannotated
+                self.body_timeout, self._body_timed_out
+            )
+
+    def allContentReceived(self) -> None:
+        self._stop_body_clock()
+        super().allContentReceived()  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def requestDone(self, request: http.Request) -> None:
         # The next request's head is timed from its first byte; an idle
@@ -403,6 +431,12 @@ class BoundedHTTPChannel(http.HTTPChannel):
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._stop_head_clock()
+        self._stop_body_clock()
+        if self._counted:
+            self._counted = False
+            release = getattr(getattr(self, "site", None), "connection_closed", None)
+            if release is not None:
+                release(self._address)
         super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def _start_head_clock(self) -> None:
@@ -417,6 +451,21 @@ class BoundedHTTPChannel(http.HTTPChannel):
                 self._head_call.cancel()
             self._head_call = None
 
+    def _stop_body_clock(self) -> None:
+        if self._body_call is not None:
+            if self._body_call.active():
+                self._body_call.cancel()
+            self._body_call = None
+
+    def _body_timed_out(self) -> None:
+        self._body_call = None
+        log.info(
+            "Closing a connection from {peer}: the request body did not arrive within {seconds:g}s",
+            peer=str(self.transport.getPeer()) if self.transport else "?",
+            seconds=self.body_timeout,
+        )
+        self._refuse(408, "The request body did not arrive in time.")
+
     def _head_timed_out(self) -> None:
         self._head_call = None
         log.info(
@@ -429,6 +478,7 @@ class BoundedHTTPChannel(http.HTTPChannel):
     def _refuse(self, code: int, text: str) -> None:
         self._refused = True
         self._stop_head_clock()
+        self._stop_body_clock()
         body = (text + "\n").encode("utf-8")
         reason = http.RESPONSES.get(code) or _reason(code) or b"Error"
         assert self.transport is not None
@@ -445,7 +495,16 @@ class BoundedSite(server.Site):
     requests are L{BodyCappedRequest}s.
 
     @param header_timeout: Seconds a client gets to send a request's head.
+    @param body_timeout: Seconds a client gets to send a request's body,
+        once its head is in.
     @param idle_timeout: Seconds an idle keep-alive connection stays open.
+    @param max_connections_per_address: Connections open at once from one
+        IP address; one more is answered 503 (with C{Retry-After}) and
+        closed.  0: no limit (behind a proxy, where every connection comes
+        from the proxy's address).
+    @param max_connections: Connections open at once in all; at that many
+        the site stops accepting (see L{watch_port}).  By default, what the
+        file descriptor limit leaves room for (L{descriptor_budget}).
     """
 
     protocol = BoundedHTTPChannel  # type: ignore[assignment]  # no HTTP/2: plain HTTP/1.1
@@ -455,7 +514,10 @@ class BoundedSite(server.Site):
         resource: Resource,
         *,
         header_timeout: float = BoundedHTTPChannel.header_timeout,
+        body_timeout: float = BoundedHTTPChannel.body_timeout,
         idle_timeout: float = IDLE_SECONDS,
+        max_connections_per_address: int = MAX_CONNECTIONS_PER_ADDRESS,
+        max_connections: int | None = None,
         reactor: Any = None,
         unlogged: tuple[bytes, ...] = (),
     ) -> None:
@@ -467,7 +529,131 @@ class BoundedSite(server.Site):
             logFormatter=redacting_log_formatter,
         )
         self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections_per_address = max_connections_per_address
         self.unlogged = unlogged
+        self.connections: collections.Counter[str] = collections.Counter()
+        """Open connections by peer address (only while a limit applies)."""
+        self._refusing: set[str] = set()  # addresses at the limit, logged once
+        self.max_connections = max_connections if max_connections else descriptor_budget()
+        self.open_connections = 0
+        self._ports: list[Any] = []
+        self._paused = False
+        self._resume_call: IDelayedCall | None = None
+
+    def watch_port(self, port: Any) -> None:
+        """
+        Pause and resume accepting on C{port} (a listening C{tcp.Port} or
+        C{unix.Port} serving this site) to stay within the process's file
+        descriptors.
+
+        While C{max_connections} connections are open, or right after
+        C{accept} ran out of descriptors (C{EMFILE}), the port stops
+        accepting: waiting clients stay in the kernel's backlog instead of
+        being accepted and dropped.  It is logged once; accepting resumes
+        after L{RESUME_SECONDS} once there is room again.
+        """
+        self._ports.append(port)
+        socket = getattr(port, "socket", None)
+        if socket is not None and not isinstance(socket, _WatchedListener):
+            port.socket = _WatchedListener(socket, self._out_of_descriptors)
+
+    def _out_of_descriptors(self) -> None:
+        self._pause(
+            "the process ran out of file descriptors (EMFILE) accepting one; "
+            "raise the limit (ulimit -n, systemd LimitNOFILE=)"
+        )
+
+    def _pause(self, why: str) -> None:
+        if not self._paused:
+            self._paused = True
+            log.warn(
+                "Stopped accepting HTTP connections: {why}; {count} are open. "
+                "Accepting again once there is room.",
+                why=why,
+                count=self.open_connections,
+            )
+            for port in self._ports:
+                if hasattr(port, "stopReading"):
+                    port.stopReading()
+        if self._resume_call is None or not self._resume_call.active():
+            self._resume_call = self.reactor.callLater(RESUME_SECONDS, self._maybe_resume)
+
+    def _maybe_resume(self) -> None:
+        self._resume_call = None
+        if not self._paused:
+            return
+        if self.open_connections >= self.max_connections:
+            self._resume_call = self.reactor.callLater(RESUME_SECONDS, self._maybe_resume)
+            return
+        self._paused = False
+        log.info("Accepting HTTP connections again ({count} open)", count=self.open_connections)
+        for port in self._ports:
+            if (
+                hasattr(port, "startReading")
+                and getattr(port, "connected", True)
+                and not getattr(port, "disconnecting", False)
+            ):
+                port.startReading()
+
+    def stopFactory(self) -> None:
+        if self._resume_call is not None and self._resume_call.active():
+            self._resume_call.cancel()
+        self._resume_call = None
+        super().stopFactory()
+
+    def buildProtocol(self, addr: Any) -> Any:
+        if self.open_connections >= self.max_connections:
+            # Accepted before the pause took hold: refuse it, stop accepting.
+            self._pause(
+                f"{self.max_connections} connections are open, as many as the file "
+                "descriptor limit leaves room for"
+            )
+            return _TooManyConnections()
+        limit = self.max_connections_per_address
+        host = getattr(addr, "host", None)
+        if not limit or not isinstance(host, str):
+            return self._counted(super().buildProtocol(addr))  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if self.connections[host] >= limit:
+            if host not in self._refusing:
+                self._refusing.add(host)
+                log.warn(
+                    "Refusing connections from {address}: it has {limit} open, the most "
+                    "one address may (GOPHERGEM_HTTP_MAX_CONNECTIONS_PER_ADDRESS); "
+                    "logged once until it has fewer",
+                    address=host,
+                    limit=limit,
+                )
+            return _TooManyConnections()
+        channel = self._counted(super().buildProtocol(addr))  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if channel is not None:
+            self.connections[host] += 1
+            channel._address = host
+        return channel
+
+    def _counted(self, channel: Any) -> Any:
+        if channel is not None:
+            self.open_connections += 1
+            channel._counted = True
+            if self.open_connections >= self.max_connections:
+                self._pause(
+                    f"{self.max_connections} connections are open, as many as the file "
+                    "descriptor limit leaves room for"
+                )
+        return channel
+
+    def connection_closed(self, address: str | None) -> None:
+        """A connection this site counted (against C{address}, if any) has closed."""
+        self.open_connections -= 1
+        if address is None:
+            return
+        left = self.connections[address] - 1
+        if left > 0:
+            self.connections[address] = left
+        else:
+            del self.connections[address]
+        if left < self.max_connections_per_address:
+            self._refusing.discard(address)
 
     def log(self, request: Any) -> None:
         """
@@ -478,6 +664,57 @@ class BoundedSite(server.Site):
         if self.unlogged and path.startswith(self.unlogged):
             return
         super().log(request)
+
+
+def descriptor_budget(limit: int | None = None) -> int:
+    """
+    How many HTTP connections a process may hold open with C{limit} file
+    descriptors (by default its soft C{RLIMIT_NOFILE}): all but a reserve
+    of a quarter (at most 256) for its files, databases and outgoing
+    fetches.
+    """
+    if limit is None:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if limit == resource.RLIM_INFINITY or limit <= 0:
+            limit = 1 << 20
+    return max(16, limit - min(256, limit // 4))
+
+
+class _WatchedListener:
+    """A listening socket that reports running out of descriptors in C{accept}."""
+
+    def __init__(self, listener: Any, out_of_descriptors: Callable[[], None]) -> None:
+        self._listener = listener
+        self._out_of_descriptors = out_of_descriptors
+
+    def accept(self) -> Any:
+        try:
+            return self._listener.accept()
+        except OSError as error:
+            if error.errno == errno.EMFILE:
+                # Twisted closes the waiting clients itself (its reserved
+                # descriptor); stop accepting more until there is room.
+                self._out_of_descriptors()
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._listener, name)
+
+
+class _TooManyConnections(Protocol):
+    """Answers a connection over the per-address limit with 503, and closes it."""
+
+    def connectionMade(self) -> None:
+        body = b"Too many connections from your address. Try again later.\n"
+        assert self.transport is not None
+        self.transport.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Length: %d\r\nRetry-After: 10\r\nConnection: close\r\n\r\n%s"
+            % (len(body), body)
+        )
+        self.transport.loseConnection()
 
 
 class _State(enum.Enum):
