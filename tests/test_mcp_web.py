@@ -1656,7 +1656,11 @@ class FakePort:
 
 
 def test_out_of_descriptors_stops_accepting_logs_once_and_resumes() -> None:
-    """EMFILE in accept: stop accepting, one warning, accept again a moment later."""
+    """
+    EMFILE in accept: to Twisted's accept loop it is "no more clients" (so
+    waiting clients are neither accepted nor dropped), the port stops
+    accepting, one warning, and it accepts again a moment later.
+    """
     site, clock = body_site()
     port = FakePort()
     listener = port.socket
@@ -1665,16 +1669,46 @@ def test_out_of_descriptors_stops_accepting_logs_once_and_resumes() -> None:
     listener.fail_with = errno.EMFILE
     with capturedLogs() as events:
         for _ in range(3):
-            with pytest.raises(OSError):
+            with pytest.raises(BlockingIOError) as raised:
                 port.socket.accept()
+            assert raised.value.errno == errno.EAGAIN
+        assert not port.reading
+        clock.advance(web.RESUME_SECONDS)
+        assert port.reading
+        with pytest.raises(BlockingIOError):  # again within the minute: not logged again
+            port.socket.accept()
         assert not port.reading
         clock.advance(web.RESUME_SECONDS)
     assert port.reading
-    warnings = [e for e in events if e["log_level"] == LogLevel.warn]
+    warnings = [e for e in events if e["log_level"] >= LogLevel.warn]
     assert len(warnings) == 1
     assert "EMFILE" in formatEvent(warnings[0])
     listener.fail_with = None
     assert port.socket.accept()[0] == "client"
+
+
+def test_out_of_descriptors_for_a_body_file_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    No descriptor for the temporary file of a body over 100 kB: 503 with
+    Retry-After and close, the port stops accepting, no traceback.
+    """
+    import tempfile
+
+    def no_descriptor(*args: object, **kwargs: object) -> Any:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    site, _ = body_site()
+    port = FakePort()
+    site.watch_port(port)
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_descriptor)
+    wire = Wire(site)
+    with capturedLogs() as events:
+        wire.send(drip_head(200_000))
+    assert wire.value().startswith(b"HTTP/1.1 503 ")
+    assert wire.head()[1]["retry-after"] == "10"
+    assert wire.transport.disconnecting
+    assert not port.reading
+    assert [e["log_level"] for e in events if e["log_level"] >= LogLevel.warn] == [LogLevel.warn]
 
 
 def test_other_accept_errors_do_not_pause() -> None:
@@ -1705,7 +1739,8 @@ def test_descriptor_budget_stops_accepting_before_the_limit() -> None:
 
 
 def test_descriptor_budget() -> None:
-    assert web.descriptor_budget(1024) == 768
-    assert web.descriptor_budget(256) == 192
-    assert web.descriptor_budget(20000) == 19744
+    """A quarter (at most 256) kept back; two descriptors per connection."""
+    assert web.descriptor_budget(1024) == 384
+    assert web.descriptor_budget(256) == 96
+    assert web.descriptor_budget(20000) == 9872
     assert web.descriptor_budget(10) == 16

@@ -109,6 +109,9 @@ default of C{GOPHERGEM_HTTP_MAX_CONNECTIONS_PER_ADDRESS}.
 RESUME_SECONDS = 1.0
 """After the site stopped accepting connections, how soon it looks for room again."""
 
+WARN_EVERY_SECONDS = 60.0
+"""Stopping to accept connections is logged at most this often."""
+
 IDLE_SECONDS = 75.0
 """How long an idle keep-alive connection stays open (serving a request or a stream is not idle)."""
 
@@ -292,7 +295,23 @@ class BodyCappedRequest(server.Request):
             self.requestHeaders.removeHeader(b"Expect")
             self._refuse_body()
             return
-        super().gotLength(length)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        try:
+            # Past 100 kB Twisted keeps the body in a temporary file.
+            super().gotLength(length)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        except OSError as error:
+            if error.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            self.requestHeaders.removeHeader(b"Expect")
+            out_of_descriptors = getattr(
+                getattr(self.channel, "site", None), "out_of_descriptors", None
+            )
+            if out_of_descriptors is not None:
+                out_of_descriptors()
+            self._refuse_body(
+                b"503 Service Unavailable",
+                b"The server is busy: try again later.\n",
+                b"Retry-After: 10\r\n",
+            )
 
     def handleContentChunk(self, data: bytes) -> None:
         if self.body_refused:
@@ -303,16 +322,20 @@ class BodyCappedRequest(server.Request):
             return
         super().handleContentChunk(data)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
-    def _refuse_body(self) -> None:
+    def _refuse_body(
+        self,
+        status: bytes = b"413 Payload Too Large",
+        message: bytes = b"Request body too large.\n",
+        extra: bytes = b"",
+    ) -> None:
         self.body_refused = True
         self.content = io.BytesIO()
-        message = b"Request body too large.\n"
         transport = self.channel.transport
         assert transport is not None
         transport.write(
-            b"HTTP/1.1 413 Payload Too Large\r\n"
-            b"Content-Type: text/plain; charset=utf-8\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(message), message)
+            b"HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\n%s"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+            % (status, extra, len(message), message)
         )
         self.channel.loseConnection()
 
@@ -539,6 +562,7 @@ class BoundedSite(server.Site):
         self.open_connections = 0
         self._ports: list[Any] = []
         self._paused = False
+        self._warned_at: float | None = None
         self._resume_call: IDelayedCall | None = None
 
     def watch_port(self, port: Any) -> None:
@@ -556,23 +580,27 @@ class BoundedSite(server.Site):
         self._ports.append(port)
         socket = getattr(port, "socket", None)
         if socket is not None and not isinstance(socket, _WatchedListener):
-            port.socket = _WatchedListener(socket, self._out_of_descriptors)
+            port.socket = _WatchedListener(socket, self.out_of_descriptors)
 
-    def _out_of_descriptors(self) -> None:
+    def out_of_descriptors(self) -> None:
+        """The process ran out of file descriptors: stop accepting for a moment."""
         self._pause(
-            "the process ran out of file descriptors (EMFILE) accepting one; "
+            "the process ran out of file descriptors (EMFILE); "
             "raise the limit (ulimit -n, systemd LimitNOFILE=)"
         )
 
     def _pause(self, why: str) -> None:
         if not self._paused:
             self._paused = True
-            log.warn(
-                "Stopped accepting HTTP connections: {why}; {count} are open. "
-                "Accepting again once there is room.",
-                why=why,
-                count=self.open_connections,
-            )
+            now = self.reactor.seconds()
+            if self._warned_at is None or now - self._warned_at >= WARN_EVERY_SECONDS:
+                self._warned_at = now
+                log.warn(
+                    "Stopped accepting HTTP connections ({count} open): {why}. Accepting "
+                    "again once there is room (logged at most once a minute).",
+                    why=why,
+                    count=self.open_connections,
+                )
             for port in self._ports:
                 if hasattr(port, "stopReading"):
                     port.stopReading()
@@ -587,7 +615,7 @@ class BoundedSite(server.Site):
             self._resume_call = self.reactor.callLater(RESUME_SECONDS, self._maybe_resume)
             return
         self._paused = False
-        log.info("Accepting HTTP connections again ({count} open)", count=self.open_connections)
+        log.debug("Accepting HTTP connections again ({count} open)", count=self.open_connections)
         for port in self._ports:
             if (
                 hasattr(port, "startReading")
@@ -605,10 +633,7 @@ class BoundedSite(server.Site):
     def buildProtocol(self, addr: Any) -> Any:
         if self.open_connections >= self.max_connections:
             # Accepted before the pause took hold: refuse it, stop accepting.
-            self._pause(
-                f"{self.max_connections} connections are open, as many as the file "
-                "descriptor limit leaves room for"
-            )
+            self._pause(self._full())
             return _TooManyConnections()
         limit = self.max_connections_per_address
         host = getattr(addr, "host", None)
@@ -636,11 +661,14 @@ class BoundedSite(server.Site):
             self.open_connections += 1
             channel._counted = True
             if self.open_connections >= self.max_connections:
-                self._pause(
-                    f"{self.max_connections} connections are open, as many as the file "
-                    "descriptor limit leaves room for"
-                )
+                self._pause(self._full())
         return channel
+
+    def _full(self) -> str:
+        return (
+            f"the file descriptor limit (ulimit -n) leaves room for {self.max_connections} "
+            "connections"
+        )
 
     def connection_closed(self, address: str | None) -> None:
         """A connection this site counted (against C{address}, if any) has closed."""
@@ -669,9 +697,10 @@ class BoundedSite(server.Site):
 def descriptor_budget(limit: int | None = None) -> int:
     """
     How many HTTP connections a process may hold open with C{limit} file
-    descriptors (by default its soft C{RLIMIT_NOFILE}): all but a reserve
-    of a quarter (at most 256) for its files, databases and outgoing
-    fetches.
+    descriptors (by default its soft C{RLIMIT_NOFILE}): a reserve of a
+    quarter (at most 256) is kept for its files, databases and outgoing
+    fetches, and each connection counts twice (its socket, and the
+    temporary file Twisted keeps a body over 100 kB in).
     """
     if limit is None:
         import resource
@@ -679,11 +708,11 @@ def descriptor_budget(limit: int | None = None) -> int:
         limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if limit == resource.RLIM_INFINITY or limit <= 0:
             limit = 1 << 20
-    return max(16, limit - min(256, limit // 4))
+    return max(16, (limit - min(256, limit // 4)) // 2)
 
 
 class _WatchedListener:
-    """A listening socket that reports running out of descriptors in C{accept}."""
+    """A listening socket that pauses its site when C{accept} runs out of descriptors."""
 
     def __init__(self, listener: Any, out_of_descriptors: Callable[[], None]) -> None:
         self._listener = listener
@@ -693,11 +722,13 @@ class _WatchedListener:
         try:
             return self._listener.accept()
         except OSError as error:
-            if error.errno == errno.EMFILE:
-                # Twisted closes the waiting clients itself (its reserved
-                # descriptor); stop accepting more until there is room.
-                self._out_of_descriptors()
-            raise
+            if error.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            # Stop accepting until there is room; to Twisted's accept loop
+            # this is "no more clients for now", so it neither accepts and
+            # drops every waiting client nor logs three lines for each.
+            self._out_of_descriptors()
+            raise BlockingIOError(errno.EAGAIN, "no file descriptor to accept with") from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._listener, name)
