@@ -1345,6 +1345,62 @@ def test_session_limit_share_of_the_cap() -> None:
     run(body)
 
 
+def test_session_limit_knows_principals_behind_bearer_authentication(tmp_path: Any) -> None:
+    """Behind require_token, the principal a token names is whose sessions may be closed."""
+    from gophergem.auth.tokens import add_token
+    from gophergem.mcp.auth import TokenFileVerifier, auth_settings, require_token
+
+    url = "http://127.0.0.1:8000/mcp"
+    path = str(tmp_path / "tokens.json")
+    tokens = {name: add_token(path, name) for name in ("alice", "bob")}
+    verifier = TokenFileVerifier.from_path(path, url)
+    server: MCPServer[Any] = MCPServer("t", token_verifier=verifier, auth=auth_settings(url))
+    manager = FakeManager()
+    limit = web.SessionLimit(manager, 2)
+    app = require_token(limit, server, verifier)
+
+    async def open_as(name: str) -> str:
+        new = f"s{manager.opened + 1}"
+        headers = [(b"authorization", b"Bearer " + tokens[name].encode())]
+        sent: list[MutableMapping[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            sent.append(message)
+
+        scope: Scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "query_string": b"",
+            "headers": headers,
+            "scheme": "http",
+            "server": ("127.0.0.1", 8000),
+            "client": ("127.0.0.1", 40000),
+            "root_path": "",
+        }
+        task = asyncio.ensure_future(app(scope, receive, send))
+        await until(lambda: new in manager._server_instances or task.done())
+        if new in manager._server_instances:
+            manager._server_instances[new].answer.set()
+        await task
+        assert sent[0]["status"] == 200, sent
+        return dict(sent[0]["headers"])[b"mcp-session-id"].decode()
+
+    async def body() -> None:
+        bobs = await open_as("bob")
+        alices = await open_as("alice")
+        await open_as("alice")
+        assert bobs in manager._server_instances
+        assert alices not in manager._server_instances
+        assert set(limit._owner.values()) == {"token:alice", "token:bob"}
+
+    run(body)
+
+
 def test_session_limit_counts_anonymous_callers_as_one_principal() -> None:
     """Without authentication everyone shares the whole cap, closing the idlest session."""
 
