@@ -404,7 +404,7 @@ SETTINGS: tuple[Setting, ...] = (
         "gophergem",
         "http_max_sessions",
         _int_range(1, 1_000_000),
-        "HTTP: live MCP sessions at most; the one idle longest is closed to make room.",
+        "HTTP: live MCP sessions at most; a new one closes its owner's session idle longest.",
     ),
     Setting(
         "gophergem",
