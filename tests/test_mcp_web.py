@@ -1175,7 +1175,12 @@ class Call:
     """One request to a L{web.SessionLimit}, run as a task; its answer kept."""
 
     def __init__(
-        self, limit: web.SessionLimit, session: str | None = None, who: str | None = None
+        self,
+        limit: web.SessionLimit,
+        session: str | None = None,
+        who: str | None = None,
+        *,
+        slow: bool = False,
     ) -> None:
         headers = [(b"mcp-session-id", session.encode())] if session else []
         scope: Scope = {"type": "http", "method": "POST", "headers": headers}
@@ -1188,6 +1193,8 @@ class Call:
 
         async def send(message: MutableMapping[str, Any]) -> None:
             self.messages.append(message)
+            if slow:  # let other requests run between the head and the body
+                await asyncio.sleep(0)
 
         self.task = asyncio.ensure_future(limit(scope, receive, send))
 
@@ -1250,6 +1257,23 @@ def test_session_limit_never_closes_a_session_before_its_first_answer() -> None:
         assert 404 not in statuses
         assert statuses == [200, 200, 503, 503, 503]
         assert len(manager._server_instances) == 2
+
+    run(body)
+
+
+def test_session_limit_overlapping_opens_of_one_principal() -> None:
+    """Two sessions of one principal whose answers interleave both open cleanly."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 5)
+        calls = [Call(limit, slow=True), Call(limit, slow=True)]
+        await settle()
+        await answer_all(calls)
+        for call in calls:
+            call.task.result()  # raises what the limit raised
+        assert sorted(call.status for call in calls) == [200, 200]
+        assert not limit._opening
 
     run(body)
 
