@@ -512,9 +512,9 @@ def build_site(
     if security is None:
         security = transport_security()
     auth = server.settings.auth
-    guard = None
+    guard = principal = None
     if token_verifier is not None:
-        from gophergem.mcp.auth import require_token
+        from gophergem.mcp.auth import principal_of, require_token
 
         if auth is None:
             raise ValueError("a token verifier needs a server built with auth settings")
@@ -523,12 +523,18 @@ def build_site(
         def guard(app: Any) -> Any:
             return require_token(app, server, verifier)
 
+        def principal(scope: Any) -> str | None:
+            # The session cap counts and closes sessions per principal.
+            token = getattr(scope.get("user"), "access_token", None)
+            return principal_of(token) if token is not None else None
+
     resource = mcp_resource(
         server,
         security=security,
         max_sessions=config.http_max_sessions,
         session_idle_seconds=config.http_session_idle_seconds,
         guard=guard,
+        principal_of=principal,
     )
     root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
     root.putChild(b"mcp", resource)

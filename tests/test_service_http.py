@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import sys
+from typing import Any
 
 import attrs
 import pytest
@@ -408,3 +409,38 @@ def test_unix_socket_accepts_a_bare_localhost() -> None:
     )
     assert get_from(site, "/health", "localhost") == 200
     assert get_from(site, "/health", "evil.example") == 421
+
+
+def test_session_cap_counts_gophergem_principals(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind token authentication the session cap knows callers as token:NAME."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from gophergem.fetcher import Fetcher
+    from gophergem.mcp import web
+    from gophergem.mcp.auth import TokenFileVerifier, auth_settings
+    from gophergem.mcp.server import build_server
+
+    seen: dict[str, Any] = {}
+    original = web.mcp_resource
+
+    def recording(*args: Any, **options: Any) -> Any:
+        seen.update(options)
+        return original(*args, **options)
+
+    monkeypatch.setattr(web, "mcp_resource", recording)
+    url = "http://127.0.0.1:8000/mcp"
+    verifier = TokenFileVerifier.from_path(str(tmp_path / "tokens.json"), url)
+    server = build_server(
+        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
+        OFFLINE,
+        token_verifier=verifier,
+        auth=auth_settings(url),
+    )
+    service.build_site(server, OFFLINE, MemoryReactorClock(), token_verifier=verifier)
+    principal = seen["principal_of"]
+    token = AccessToken(token="t", client_id="alice", scopes=[], subject="alice")
+    assert principal({"user": AuthenticatedUser(token)}) == "token:alice"
+    assert principal({}) is None

@@ -39,6 +39,7 @@ from http import HTTPStatus
 from typing import Any, ClassVar
 from urllib.parse import unquote_to_bytes
 
+from mcp.server.auth.provider import principal_components
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -1284,15 +1285,17 @@ class SessionLimit:
 
 def scope_principal(scope: MutableMapping[str, Any]) -> str | None:
     """
-    The principal of an ASGI request: the one its verified bearer token
-    names (L{gophergem.mcp.auth.principal_of}), or C{None} without one.
+    The principal of an ASGI request behind the SDK's bearer authentication,
+    as the SDK binds sessions to it (client, issuer and subject of the
+    token), or C{None} without a token.  The daemon passes
+    L{gophergem.mcp.auth.principal_of}'s instead (see
+    L{gophergem.service.build_site}).
     """
     token = getattr(scope.get("user"), "access_token", None)
     if token is None:
         return None
-    from gophergem.mcp.auth import principal_of  # auth builds on this module
-
-    return principal_of(token)
+    client, issuer, subject = principal_components(token)
+    return f"{issuer or ''}#{subject or ''}#{client}"
 
 
 def hide_refused_session_id(app: ASGIApp) -> ASGIApp:
@@ -1424,6 +1427,7 @@ def mcp_resource(
     max_sessions: int | None = MAX_SESSIONS,
     session_idle_seconds: float | None = SESSION_IDLE_SECONDS,
     guard: Callable[[ASGIApp], ASGIApp] | None = None,
+    principal_of: Callable[[MutableMapping[str, Any]], str | None] | None = None,
 ) -> ASGIResource:
     """
     The Streamable HTTP endpoint of C{server}, as a resource to mount anywhere.
@@ -1440,6 +1444,8 @@ def mcp_resource(
         ends it.
     @param guard: Wraps the endpoint's ASGI application, outermost (e.g.
         L{gophergem.mcp.auth.require_token}'s bearer authentication).
+    @param principal_of: Whose a request is, for the session cap (see
+        L{SessionLimit}); by default L{scope_principal}.
     """
     server.streamable_http_app(
         transport_security=security if security is not None else transport_security(),
@@ -1450,7 +1456,7 @@ def mcp_resource(
     manager = server.session_manager
     app: ASGIApp = hide_refused_session_id(manager.handle_request)
     if max_sessions is not None:
-        app = SessionLimit(manager, max_sessions)
+        app = SessionLimit(manager, max_sessions, principal_of)
     if guard is not None:
         app = guard(app)
     return ASGIResource(app, manager.run, max_body_size=max_body_size)
