@@ -405,7 +405,7 @@ SETTINGS: tuple[Setting, ...] = (
         "gophergem",
         "http_max_sessions",
         _int_range(1, 1_000_000),
-        "HTTP: live MCP sessions at most; the one idle longest is closed to make room.",
+        "HTTP: live MCP sessions at most; a new one closes its owner's session idle longest.",
     ),
     Setting(
         "gophergem",
@@ -418,6 +418,18 @@ SETTINGS: tuple[Setting, ...] = (
         "http_header_timeout_seconds",
         _float_range(0, 3600),
         "HTTP: seconds a client gets to send a request's headers.",
+    ),
+    Setting(
+        "gophergem",
+        "http_body_timeout_seconds",
+        _float_range(0, 3600),
+        "HTTP: seconds a client gets to send a request's body, once its headers are in.",
+    ),
+    Setting(
+        "gophergem",
+        "http_max_connections_per_address",
+        _int_range(0, 1_000_000),
+        "HTTP: connections open at once from one IP address; 0 = no limit (behind a proxy).",
     ),
     Setting(
         "gophergem",
@@ -644,6 +656,8 @@ class Config:
     http_max_sessions: int = 2000
     http_session_idle_seconds: float = 1800.0
     http_header_timeout_seconds: float = 20.0
+    http_body_timeout_seconds: float = 30.0
+    http_max_connections_per_address: int = 256
     http_drain_seconds: float = 10.0
     feeds_storage_path: str | None = None
     feeds_check_interval_seconds: int | None = None

@@ -329,6 +329,10 @@ class HTTPListenService(StreamServerEndpointService):
 
     def _listening(self, port: Any) -> Any:
         self.listening = port
+        watch = getattr(self.factory, "watch_port", None)
+        if watch is not None:
+            # The site pauses accepting near the file descriptor limit.
+            watch(port)
         return port
 
 
@@ -597,7 +601,8 @@ def build_site(
     C{/.well-known/agent.gopher} and C{/.well-known/agent/}, all under the
     same C{Host}/C{Origin} rules (C{security}); the resource needs a
     L{gophergem.mcp.web.LifespanService} running beside it.  The
-    configuration bounds sessions and the time to send request headers.
+    configuration bounds sessions, the time to send request headers and
+    bodies, and the connections from one address.
     With C{secret_pages} (a L{gophergem.mcp.secret_page.SecretPages}), the
     one-time pages for a capsule's secret input are served under
     C{/input/}, and no request there is logged.  With a C{token_verifier}
@@ -612,9 +617,9 @@ def build_site(
     if security is None:
         security = transport_security()
     auth = server.settings.auth
-    guard = None
+    guard = principal = None
     if token_verifier is not None:
-        from gophergem.mcp.auth import require_token
+        from gophergem.mcp.auth import principal_of, require_token
 
         if auth is None:
             raise ValueError("a token verifier needs a server built with auth settings")
@@ -623,12 +628,18 @@ def build_site(
         def guard(app: Any) -> Any:
             return require_token(app, server, verifier)
 
+        def principal(scope: Any) -> str | None:
+            # The session cap counts and closes sessions per principal.
+            token = getattr(scope.get("user"), "access_token", None)
+            return principal_of(token) if token is not None else None
+
     resource = mcp_resource(
         server,
         security=security,
         max_sessions=config.http_max_sessions,
         session_idle_seconds=config.http_session_idle_seconds,
         guard=guard,
+        principal_of=principal,
     )
     root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
     root.putChild(b"mcp", resource)
@@ -659,6 +670,8 @@ def build_site(
     site = BoundedSite(
         root,
         header_timeout=config.http_header_timeout_seconds,
+        body_timeout=config.http_body_timeout_seconds,
+        max_connections_per_address=config.http_max_connections_per_address,
         reactor=reactor,
         unlogged=(f"/{INPUT_PATH}/".encode(),),
     )

@@ -317,6 +317,8 @@ BAD_BY_NAME: dict[str, list[str]] = {
     "http_max_sessions": [*_NUMBER_BAD, "0", "1000001"],
     "http_session_idle_seconds": ["abc", "", "0", "-1", "604801", "nan", "inf", "1s"],
     "http_header_timeout_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
+    "http_body_timeout_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
+    "http_max_connections_per_address": [*_NUMBER_BAD, "-1", "1000001"],
     "http_drain_seconds": ["abc", "", "0", "-1", "3601", "nan", "inf", "1s"],
     "feeds_storage_path": _PATH_BAD,
     "feeds_check_interval_seconds": ["abc", "", "-1", "604801", "1.5"],

@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
+import os
 from collections.abc import AsyncIterator, MutableMapping
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import anyio
 import mcp_types as types
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from pydantic import BaseModel
+from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
-from twisted.logger import LogLevel, capturedLogs
+from twisted.logger import LogLevel, capturedLogs, formatEvent
+from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
@@ -1072,11 +1078,366 @@ def test_session_cap_leaves_the_stateless_era_alone() -> None:
     run(body)
 
 
+@pytest.mark.parametrize("max_sessions", [2, None], ids=["capped", "uncapped"])
+def test_refusal_without_a_session_hands_out_no_session_id(max_sessions: int | None) -> None:
+    """GET, DELETE or a non-initialize POST without a session: 400, and no Mcp-Session-Id."""
+    ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+
+    async def body() -> None:
+        server, _ = small_server()
+        async with sdk_site(server, max_sessions=max_sessions) as (port, _, _):
+            for raw in (
+                request_bytes("GET", "/mcp", headers={"Accept": "text/event-stream"}),
+                request_bytes("DELETE", "/mcp"),
+                request_bytes("POST", "/mcp", ping, MCP_HEADERS),
+            ):
+                reader, writer = await http_exchange(port, raw)
+                status, headers = await read_head(reader)
+                writer.close()
+                assert status == 400
+                assert "mcp-session-id" not in headers
+            status, headers, _ = await initialize(port)
+            assert status == 200 and headers["mcp-session-id"]
+
+    run(body)
+
+
 def test_session_limit_needs_room_for_one() -> None:
     """A cap below one session is refused when the endpoint is built."""
     server, _ = small_server()
     with pytest.raises(ValueError, match="max_sessions"):
         mcp_resource(server, max_sessions=0)
+
+
+class FakeSession:
+    """A session of L{FakeManager}: its initialize is answered when C{answer} is set."""
+
+    def __init__(self) -> None:
+        self.answer = asyncio.Event()
+        self.terminated = False
+        self.calls_done = asyncio.Event()  # requests on the session wait for this
+        self.calls_done.set()
+        FakeManager.everyone.append(self)
+
+
+class FakeManager:
+    """
+    The SDK session manager, as far as L{web.SessionLimit} sees it: a request
+    without a session registers a new one at once (as the SDK does) and
+    answers its initialize only when the test says; a session closed in
+    between answers 404, as the SDK's transport does.
+    """
+
+    stateless = False
+    everyone: ClassVar[list[FakeSession]] = []
+
+    def __init__(self) -> None:
+        FakeManager.everyone = []
+        self._server_instances: dict[str, FakeSession] = {}
+        self.opened = 0
+
+    async def _discard_session(self, session_id: str, session: FakeSession) -> None:
+        self._server_instances.pop(session_id, None)
+        session.terminated = True
+        session.answer.set()
+
+    async def handle_request(self, scope: Scope, receive: Any, send: Any) -> None:
+        named = dict(scope["headers"]).get(b"mcp-session-id")
+        if named is None:
+            self.opened += 1
+            session_id, session = f"s{self.opened}", FakeSession()
+            self._server_instances[session_id] = session
+            await session.answer.wait()
+            status = 404 if session.terminated else 200
+            if status == 404:
+                self._server_instances.pop(session_id, None)
+            await reply(send, status, [(b"mcp-session-id", session_id.encode())])
+            return
+        session = self._server_instances.get(named.decode())
+        if session is not None:
+            await session.calls_done.wait()
+        await reply(send, 200 if session is not None else 404)
+
+
+async def reply(send: Any, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers or []})
+    await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+
+
+def user(name: str) -> Any:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="t-" + name, client_id=name, scopes=[]))
+
+
+class Call:
+    """One request to a L{web.SessionLimit}, run as a task; its answer kept."""
+
+    def __init__(
+        self,
+        limit: web.SessionLimit,
+        session: str | None = None,
+        who: str | None = None,
+        *,
+        slow: bool = False,
+    ) -> None:
+        headers = [(b"mcp-session-id", session.encode())] if session else []
+        scope: Scope = {"type": "http", "method": "POST", "headers": headers}
+        if who is not None:
+            scope["user"] = user(who)
+        self.messages: list[MutableMapping[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            self.messages.append(message)
+            if slow:  # let other requests run between the head and the body
+                await asyncio.sleep(0)
+
+        self.task = asyncio.ensure_future(limit(scope, receive, send))
+
+    @property
+    def status(self) -> int:
+        return int(self.messages[0]["status"])
+
+    @property
+    def headers(self) -> dict[bytes, bytes]:
+        return dict(self.messages[0].get("headers", ()))
+
+    @property
+    def session(self) -> str:
+        return self.headers[b"mcp-session-id"].decode()
+
+
+async def opened(limit: web.SessionLimit, manager: FakeManager, who: str | None = None) -> str:
+    """Open a session through C{limit} and let its initialize be answered; return its id."""
+    new = f"s{manager.opened + 1}"
+    call = Call(limit, who=who)
+    await until(lambda: new in manager._server_instances or call.task.done())
+    if new in manager._server_instances:
+        manager._server_instances[new].answer.set()
+    await call.task
+    assert call.status == 200
+    return call.session
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def answer_all(calls: list[Call]) -> None:
+    """Answer every pending initialize until each of C{calls} is done."""
+
+    def answered() -> bool:
+        for session in list(FakeManager.everyone):
+            session.answer.set()
+        return all(call.task.done() for call in calls)
+
+    await until(answered)
+
+
+def test_session_limit_never_closes_a_session_before_its_first_answer() -> None:
+    """
+    At the cap, new sessions still waiting for their initialize answer are
+    never the ones closed to make room: a burst gets 200s and 503s, no 404.
+    """
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 2)
+        for _ in range(2):
+            await opened(limit, manager)
+        burst = [Call(limit) for _ in range(5)]
+        await settle()
+        await answer_all(burst)
+        statuses = sorted(call.status for call in burst)
+        assert 404 not in statuses
+        assert statuses == [200, 200, 503, 503, 503]
+        assert len(manager._server_instances) == 2
+
+    run(body)
+
+
+def test_session_limit_overlapping_opens_of_one_principal() -> None:
+    """Two sessions of one principal whose answers interleave both open cleanly."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 5)
+        calls = [Call(limit, slow=True), Call(limit, slow=True)]
+        await settle()
+        await answer_all(calls)
+        for call in calls:
+            call.task.result()  # raises what the limit raised
+        assert sorted(call.status for call in calls) == [200, 200]
+        assert not limit._opening
+
+    run(body)
+
+
+def test_session_limit_burst_in_waves_never_gets_404() -> None:
+    """Many overlapping initializes over a full cap: each one gets 200 or 503, never 404."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 3)
+        for _ in range(3):
+            await opened(limit, manager)
+        statuses: list[int] = []
+        for wave in range(6):
+            calls = [Call(limit) for _ in range(wave % 4 + 1)]
+            await settle()
+            await answer_all(calls)
+            statuses.extend(call.status for call in calls)
+            assert len(manager._server_instances) <= 3
+        assert 404 not in statuses
+        assert 200 in statuses
+
+    run(body)
+
+
+def test_session_limit_closes_only_the_principals_own_sessions() -> None:
+    """A principal at the cap makes room among its own idle sessions, never another's."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 2)
+        bobs = await opened(limit, manager, who="bob")  # idle for longest
+        alices = await opened(limit, manager, who="alice")
+        newer = await opened(limit, manager, who="alice")
+        assert bobs in manager._server_instances
+        assert alices not in manager._server_instances
+        assert newer in manager._server_instances
+
+    run(body)
+
+
+def test_session_limit_refuses_when_only_others_sessions_are_idle() -> None:
+    """With the cap full of another principal's idle sessions: 503, and none of theirs closed."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 2)
+        mine = [await opened(limit, manager, who="alice") for _ in range(2)]
+        call = Call(limit, who="bob")
+        await call.task
+        assert call.status == 503
+        assert call.headers[b"retry-after"] == b"10"
+        assert call.headers[b"content-type"] == b"application/json"
+        error = json.loads(call.messages[1]["body"])
+        assert error["jsonrpc"] == "2.0" and error["id"] is None
+        assert "Too many MCP sessions" in error["error"]["message"]
+        assert b"mcp-session-id" not in call.headers
+        assert all(session in manager._server_instances for session in mine)
+
+    run(body)
+
+
+def test_session_limit_share_of_the_cap() -> None:
+    """
+    With two principals holding sessions, each may hold half the cap: one
+    at its share replaces its own idle session even while there is room,
+    and gets 503 when none of its own is idle.
+    """
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 6)
+        await opened(limit, manager, who="bob")
+        alices = [await opened(limit, manager, who="alice") for _ in range(3)]
+        assert len(manager._server_instances) == 4  # room for 2 more
+        await opened(limit, manager, who="alice")
+        assert alices[0] not in manager._server_instances
+        assert len(manager._server_instances) == 4
+        for session in manager._server_instances.values():
+            session.calls_done.clear()
+        busy = [Call(limit, s, who="alice") for s in manager._server_instances if s != "s1"]
+        assert len(busy) == 3
+        await settle()
+        refused = Call(limit, who="alice")
+        await refused.task
+        assert refused.status == 503
+        assert "share" in json.loads(refused.messages[1]["body"])["error"]["message"]
+        assert (await opened(limit, manager, who="bob")) in manager._server_instances
+        for session in manager._server_instances.values():
+            session.calls_done.set()
+        await asyncio.gather(*(call.task for call in busy))
+
+    run(body)
+
+
+def test_session_limit_knows_principals_behind_bearer_authentication(tmp_path: Any) -> None:
+    """Behind require_token, the principal a token names is whose sessions may be closed."""
+    from gophergem.auth.tokens import add_token
+    from gophergem.mcp.auth import TokenFileVerifier, auth_settings, require_token
+
+    url = "http://127.0.0.1:8000/mcp"
+    path = str(tmp_path / "tokens.json")
+    tokens = {name: add_token(path, name) for name in ("alice", "bob")}
+    verifier = TokenFileVerifier.from_path(path, url)
+    server: MCPServer[Any] = MCPServer("t", token_verifier=verifier, auth=auth_settings(url))
+    manager = FakeManager()
+    limit = web.SessionLimit(manager, 2)
+    app = require_token(limit, server, verifier)
+
+    async def open_as(name: str) -> str:
+        new = f"s{manager.opened + 1}"
+        headers = [(b"authorization", b"Bearer " + tokens[name].encode())]
+        sent: list[MutableMapping[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            sent.append(message)
+
+        scope: Scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "query_string": b"",
+            "headers": headers,
+            "scheme": "http",
+            "server": ("127.0.0.1", 8000),
+            "client": ("127.0.0.1", 40000),
+            "root_path": "",
+        }
+        task = asyncio.ensure_future(app(scope, receive, send))
+        await until(lambda: new in manager._server_instances or task.done())
+        if new in manager._server_instances:
+            manager._server_instances[new].answer.set()
+        await task
+        assert sent[0]["status"] == 200, sent
+        return dict(sent[0]["headers"])[b"mcp-session-id"].decode()
+
+    async def body() -> None:
+        bobs = await open_as("bob")
+        alices = await open_as("alice")
+        await open_as("alice")
+        assert bobs in manager._server_instances
+        assert alices not in manager._server_instances
+        assert len(set(limit._owner.values())) == 2  # one principal each
+
+    run(body)
+
+
+def test_session_limit_counts_anonymous_callers_as_one_principal() -> None:
+    """Without authentication everyone shares the whole cap, closing the idlest session."""
+
+    async def body() -> None:
+        manager = FakeManager()
+        limit = web.SessionLimit(manager, 3)
+        first, second, third = [await opened(limit, manager) for _ in range(3)]
+        await Call(limit, first).task  # first is now the freshest
+        fourth = await opened(limit, manager)
+        assert set(manager._server_instances) == {first, third, fourth}
+        assert second not in manager._server_instances
+
+    run(body)
 
 
 # --- bounds on request heads -------------------------------------------------------
@@ -1162,3 +1523,304 @@ def test_oversize_heads_are_answered(raw: bytes, status: int) -> None:
     assert wire.value().startswith(b"HTTP/1.1 %d " % status)
     assert wire.head()[1]["connection"] == "close"
     assert wire.transport.disconnecting
+
+
+# --- the access log ----------------------------------------------------------------
+
+
+def access_log_of(raw: bytes) -> str:
+    """The access-log lines a L{web.BoundedSite} writes for C{raw}, as the daemon logs them."""
+    from twisted.logger import formatEvent
+
+    wire, _ = bounded()
+    with capturedLogs() as events:
+        wire.channel.factory.startFactory()
+        try:
+            wire.send(raw)
+        finally:
+            wire.channel.factory.stopFactory()
+    return "\n".join(formatEvent(event) for event in events)
+
+
+def test_access_log_redacts_credentials_in_the_query() -> None:
+    """A token sent as ?access_token= never reaches the access log; other parameters do."""
+    line = access_log_of(
+        b"GET /hello?access_token=SECRET&x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+        b"Referer: http://127.0.0.1:8000/?token=REFSECRET&page=2\r\n\r\n"
+    )
+    assert '"GET /hello?access_token=REDACTED&x=1 HTTP/1.1" 200' in line
+    assert "page=2" in line
+    assert "SECRET" not in line
+
+
+@given(
+    name=st.sampled_from(
+        [
+            "access_token",
+            "Access-Token",
+            "token",
+            "id_token",
+            "code",
+            "key",
+            "api_key",
+            "client_secret",
+            "password",
+            "passwd",
+            "auth",
+            "authorization",
+            "session_id",
+            "sig",
+            "X-Amz-Credential",
+        ]
+    ),
+    value=st.text(
+        alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="&;#"),
+        min_size=1,
+        max_size=40,
+    ),
+    before=st.sampled_from(["", "x=1&", "a&", "q=%20&"]),
+    after=st.sampled_from(["", "&y=2", ";z", "&" + "k=v"]),
+)
+def test_redact_uri_hides_every_credential_value(
+    name: str, value: str, before: str, after: str
+) -> None:
+    """Whatever the credential-like parameter holds, its value is gone; the rest stays."""
+    uri = f"/p?{before}{name}={value}{after}".encode()
+    redacted = web.redact_uri(uri)
+    assert redacted == f"/p?{before}{name}=REDACTED{after}".encode()
+
+
+def test_redact_uri_leaves_harmless_uris_alone() -> None:
+    for uri in (b"/mcp", b"/health?", b"/search?q=gopher&page=2", b"/a?flag", b"/a?=x"):
+        assert web.redact_uri(uri) == uri
+
+
+def test_request_repr_redacts_credentials() -> None:
+    """Twisted logs a request by its repr (a HEAD answered with a body): no token in it."""
+    wire, _ = bounded()
+    request = web.BodyCappedRequest(wire.channel)
+    request.method, request.uri = b"GET", b"/hello?code=SECRET&x=1"
+    assert "SECRET" not in repr(request)
+    assert "uri=/hello?code=REDACTED&x=1 " in repr(request)
+
+
+# --- bounds on request bodies and connections --------------------------------------
+
+
+def drip_head(length: int = 100_000) -> bytes:
+    return (
+        b"POST /hello HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % length
+    )
+
+
+class Posted(Resource):
+    isLeaf = True
+
+    def render_POST(self, request: Any) -> bytes:
+        return b"got %d bytes" % len(request.content.read())
+
+
+def body_site(body_timeout: float = 30.0, **options: Any) -> tuple[web.BoundedSite, Clock]:
+    clock = Clock()
+    root = Resource()
+    root.putChild(b"hello", Posted())
+    site = web.BoundedSite(root, body_timeout=body_timeout, reactor=clock, **options)
+    return site, clock
+
+
+def test_dripped_body_is_cut_at_the_deadline() -> None:
+    """A body sent a byte every 10 s gets 408 and a closed connection at the body deadline."""
+    site, clock = body_site(body_timeout=30)
+    wire = Wire(site)
+    wire.send(drip_head())
+    for _ in range(2):
+        clock.advance(10)
+        wire.send(b"{")
+    assert not wire.transport.disconnecting
+    clock.advance(10)  # 30 s since the head: however busy the client looked
+    assert wire.value().startswith(b"HTTP/1.1 408 ")
+    assert wire.head()[1]["connection"] == "close"
+    assert wire.transport.disconnecting
+    wire.send(b"{")  # nothing more is read
+    assert wire.value().count(b"HTTP/1.1") == 1
+
+
+def test_prompt_body_leaves_no_deadline_behind() -> None:
+    """A body that arrives in time is served; its deadline is gone with it."""
+    site, clock = body_site(body_timeout=30)
+    wire = Wire(site)
+    wire.send(drip_head(2) + b"{}")
+    assert wire.value().startswith(b"HTTP/1.1 200 ")
+    assert wire.value().endswith(b"got 2 bytes")
+    clock.advance(31)
+    assert b"408" not in wire.value()
+
+
+def test_body_deadline_comes_from_the_site() -> None:
+    site, clock = body_site(body_timeout=5)
+    wire = Wire(site)
+    wire.send(drip_head())
+    clock.advance(5)
+    assert wire.value().startswith(b"HTTP/1.1 408 ")
+
+
+def connect(site: web.BoundedSite, host: str, port: int = 40000) -> Any:
+    """A connection to C{site} from C{host}; the protocol it got, connected."""
+    from twisted.internet.address import IPv4Address
+    from twisted.internet.testing import StringTransport
+
+    transport = StringTransport(
+        hostAddress=IPv4Address("TCP", "127.0.0.1", 8000),
+        peerAddress=IPv4Address("TCP", host, port),
+    )
+    protocol = site.buildProtocol(transport.getPeer())
+    protocol.makeConnection(transport)
+    return protocol
+
+
+def test_one_connection_over_the_per_address_limit_is_refused() -> None:
+    """The N+1th connection from one address gets 503 and is closed; others are served."""
+    site, _ = body_site(max_connections_per_address=3)
+    with capturedLogs() as events:
+        kept = [connect(site, "192.0.2.7", 40000 + n) for n in range(3)]
+        refused = [connect(site, "192.0.2.7", 41000 + n) for n in range(2)]
+    for protocol in refused:
+        assert protocol.transport.value().startswith(b"HTTP/1.1 503 ")
+        assert b"Retry-After: 10" in protocol.transport.value()
+        assert protocol.transport.disconnecting
+    assert not any(p.transport.disconnecting for p in kept)
+    other = connect(site, "192.0.2.8")
+    assert not other.transport.disconnecting
+    warnings = [e for e in events if e["log_level"] == LogLevel.warn]
+    assert len(warnings) == 1  # once, not per refused connection
+    kept[0].connectionLost(Failure(ConnectionDone()))
+    again = connect(site, "192.0.2.7", 42000)
+    assert not again.transport.disconnecting
+    assert site.connections["192.0.2.7"] == 3
+
+
+def test_no_per_address_limit_at_zero() -> None:
+    site, _ = body_site(max_connections_per_address=0)
+    protocols = [connect(site, "192.0.2.7", 40000 + n) for n in range(300)]
+    assert not any(p.transport.disconnecting for p in protocols)
+
+
+class FakeListener:
+    def __init__(self) -> None:
+        self.fail_with: int | None = None
+
+    def accept(self) -> Any:
+        if self.fail_with is not None:
+            raise OSError(self.fail_with, os.strerror(self.fail_with))
+        return "client", ("127.0.0.1", 1)
+
+    def fileno(self) -> int:
+        return 42
+
+
+class FakePort:
+    """A listening port as the site sees it: reading or not, and its socket."""
+
+    def __init__(self) -> None:
+        self.reading = True
+        self.connected = True
+        self.disconnecting = False
+        self.socket: Any = FakeListener()
+
+    def stopReading(self) -> None:
+        self.reading = False
+
+    def startReading(self) -> None:
+        self.reading = True
+
+
+def test_out_of_descriptors_stops_accepting_logs_once_and_resumes() -> None:
+    """
+    EMFILE in accept: to Twisted's accept loop it is "no more clients" (so
+    waiting clients are neither accepted nor dropped), the port stops
+    accepting, one warning, and it accepts again a moment later.
+    """
+    site, clock = body_site()
+    port = FakePort()
+    listener = port.socket
+    site.watch_port(port)
+    assert port.socket.fileno() == 42  # the rest of the socket is untouched
+    listener.fail_with = errno.EMFILE
+    with capturedLogs() as events:
+        for _ in range(3):
+            with pytest.raises(BlockingIOError) as raised:
+                port.socket.accept()
+            assert raised.value.errno == errno.EAGAIN
+        assert not port.reading
+        clock.advance(web.RESUME_SECONDS)
+        assert port.reading
+        with pytest.raises(BlockingIOError):  # again within the minute: not logged again
+            port.socket.accept()
+        assert not port.reading
+        clock.advance(web.RESUME_SECONDS)
+    assert port.reading
+    warnings = [e for e in events if e["log_level"] >= LogLevel.warn]
+    assert len(warnings) == 1
+    assert "EMFILE" in formatEvent(warnings[0])
+    listener.fail_with = None
+    assert port.socket.accept()[0] == "client"
+
+
+def test_out_of_descriptors_for_a_body_file_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    No descriptor for the temporary file of a body over 100 kB: 503 with
+    Retry-After and close, the port stops accepting, no traceback.
+    """
+    import tempfile
+
+    def no_descriptor(*args: object, **kwargs: object) -> Any:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    site, _ = body_site()
+    port = FakePort()
+    site.watch_port(port)
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_descriptor)
+    wire = Wire(site)
+    with capturedLogs() as events:
+        wire.send(drip_head(200_000))
+    assert wire.value().startswith(b"HTTP/1.1 503 ")
+    assert wire.head()[1]["retry-after"] == "10"
+    assert wire.transport.disconnecting
+    assert not port.reading
+    assert [e["log_level"] for e in events if e["log_level"] >= LogLevel.warn] == [LogLevel.warn]
+
+
+def test_other_accept_errors_do_not_pause() -> None:
+    site, _ = body_site()
+    port = FakePort()
+    site.watch_port(port)
+    port.socket._listener.fail_with = errno.ECONNABORTED
+    with pytest.raises(OSError):
+        port.socket.accept()
+    assert port.reading
+
+
+def test_descriptor_budget_stops_accepting_before_the_limit() -> None:
+    """At C{max_connections} open, the port stops accepting until one closes."""
+    site, clock = body_site(max_connections=2)
+    port = FakePort()
+    site.watch_port(port)
+    first = connect(site, "192.0.2.1")
+    assert port.reading
+    connect(site, "192.0.2.2")
+    assert not port.reading
+    clock.advance(web.RESUME_SECONDS)
+    assert not port.reading  # still full
+    first.connectionLost(Failure(ConnectionDone()))
+    clock.advance(web.RESUME_SECONDS)
+    assert port.reading
+    assert site.open_connections == 1
+
+
+def test_descriptor_budget() -> None:
+    """A quarter (at most 256) kept back; two descriptors per connection."""
+    assert web.descriptor_budget(1024) == 384
+    assert web.descriptor_budget(256) == 96
+    assert web.descriptor_budget(20000) == 9872
+    assert web.descriptor_budget(10) == 16

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import sys
+from typing import Any
 
 import attrs
 import pytest
@@ -262,11 +263,23 @@ def test_http_listens_with_a_large_backlog(endpoint: str, backlog: int) -> None:
     assert DEFAULT_BACKLOG >= 3000
 
 
+def test_site_watches_the_listening_port() -> None:
+    """The site is handed the port it serves, to stop accepting near the descriptor limit."""
+    reactor = MemoryReactorClock()
+    top = service.makeService(
+        OFFLINE, reactor, transport="http", endpoint="tcp:0:interface=127.0.0.1"
+    )
+    listener = top.getServiceNamed("http")
+    listener.privilegedStartService()
+    assert listener.listening is not None
+    assert listener.factory._ports == [listener.listening]
+
+
 # --- settings reach the site ---------------------------------------------------------------
 
 
 def test_http_settings_reach_the_site() -> None:
-    """Session cap, idle time, header timeout and drain period come from the configuration."""
+    """Session cap, idle time, header and body timeouts, per-address limit and drain period."""
     from gophergem.mcp.web import BoundedSite, SessionLimit
 
     config = attrs.evolve(
@@ -274,6 +287,8 @@ def test_http_settings_reach_the_site() -> None:
         http_max_sessions=7,
         http_session_idle_seconds=60.0,
         http_header_timeout_seconds=3.0,
+        http_body_timeout_seconds=6.0,
+        http_max_connections_per_address=9,
         http_drain_seconds=4.0,
     )
     top = service.makeService(
@@ -284,6 +299,8 @@ def test_http_settings_reach_the_site() -> None:
     site = listener.factory
     assert isinstance(site, BoundedSite)
     assert site.header_timeout == 3.0
+    assert site.body_timeout == 6.0
+    assert site.max_connections_per_address == 9
     resource = site.resource.children[b"mcp"]
     assert isinstance(resource._app, SessionLimit)
     assert resource._app.max_sessions == 7
@@ -291,11 +308,16 @@ def test_http_settings_reach_the_site() -> None:
 
 
 def test_default_http_settings() -> None:
-    """By default: 2000 sessions, 30 minutes idle, 20 s for headers, a 10 s drain."""
+    """
+    By default: 2000 sessions, 30 minutes idle, 20 s for headers, 30 s for a
+    body, 256 connections per address, a 10 s drain.
+    """
     config = Config()
     assert config.http_max_sessions == 2000
     assert config.http_session_idle_seconds == 1800
     assert config.http_header_timeout_seconds == 20
+    assert config.http_body_timeout_seconds == 30
+    assert config.http_max_connections_per_address == 256
     assert config.http_drain_seconds == 10
 
 
@@ -387,3 +409,38 @@ def test_unix_socket_accepts_a_bare_localhost() -> None:
     )
     assert get_from(site, "/health", "localhost") == 200
     assert get_from(site, "/health", "evil.example") == 421
+
+
+def test_session_cap_counts_gophergem_principals(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind token authentication the session cap knows callers as token:NAME."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    from gophergem.fetcher import Fetcher
+    from gophergem.mcp import web
+    from gophergem.mcp.auth import TokenFileVerifier, auth_settings
+    from gophergem.mcp.server import build_server
+
+    seen: dict[str, Any] = {}
+    original = web.mcp_resource
+
+    def recording(*args: Any, **options: Any) -> Any:
+        seen.update(options)
+        return original(*args, **options)
+
+    monkeypatch.setattr(web, "mcp_resource", recording)
+    url = "http://127.0.0.1:8000/mcp"
+    verifier = TokenFileVerifier.from_path(str(tmp_path / "tokens.json"), url)
+    server = build_server(
+        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
+        OFFLINE,
+        token_verifier=verifier,
+        auth=auth_settings(url),
+    )
+    service.build_site(server, OFFLINE, MemoryReactorClock(), token_verifier=verifier)
+    principal = seen["principal_of"]
+    token = AccessToken(token="t", client_id="alice", scopes=[], subject="alice")
+    assert principal({"user": AuthenticatedUser(token)}) == "token:alice"
+    assert principal({}) is None

@@ -25,24 +25,28 @@ one asyncio task.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
+import errno
 import io
 import itertools
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from http import HTTPStatus
 from typing import Any, ClassVar
 from urllib.parse import unquote_to_bytes
 
+from mcp.server.auth.provider import principal_components
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
-from twisted.internet.protocol import connectionDone
+from twisted.internet.protocol import Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web import http, server
@@ -52,9 +56,12 @@ from gophergem.config import Config
 from gophergem.mcp._sdk import discard_session, live_sessions
 
 __all__ = [
+    "CREDENTIAL_NAMES",
     "DRAIN_SECONDS",
     "MAX_BODY_SIZE",
+    "MAX_CONNECTIONS_PER_ADDRESS",
     "MAX_SESSIONS",
+    "RESUME_SECONDS",
     "SESSION_IDLE_SECONDS",
     "ASGIResource",
     "BodyCappedRequest",
@@ -62,9 +69,14 @@ __all__ = [
     "BoundedSite",
     "LifespanService",
     "SessionLimit",
+    "descriptor_budget",
     "foreign_request",
+    "hide_refused_session_id",
     "mcp_resource",
+    "redact_uri",
+    "redacting_log_formatter",
     "refuse",
+    "scope_principal",
     "transport_security",
 ]
 
@@ -88,6 +100,18 @@ MAX_SESSIONS = 2000
 
 SESSION_IDLE_SECONDS = 1800.0
 """How long a session may go without any request before it is closed, by default."""
+
+MAX_CONNECTIONS_PER_ADDRESS: int = Config().http_max_connections_per_address
+"""
+Connections open at once from one IP address, by default (0: no limit): the
+default of C{GOPHERGEM_HTTP_MAX_CONNECTIONS_PER_ADDRESS}.
+"""
+
+RESUME_SECONDS = 1.0
+"""After the site stopped accepting connections, how soon it looks for room again."""
+
+WARN_EVERY_SECONDS = 60.0
+"""Stopping to accept connections is logged at most this often."""
 
 IDLE_SECONDS = 75.0
 """How long an idle keep-alive connection stays open (serving a request or a stream is not idle)."""
@@ -174,6 +198,82 @@ def refuse(request: server.Request, code: int, text: str) -> bytes:
     return _plain(request, code, text)
 
 
+CREDENTIAL_NAMES = (
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "auth",
+    "key",
+    "code",
+    "session",
+    "sig",
+    "cred",
+    "jwt",
+    "bearer",
+    "assertion",
+    "ticket",
+    "otp",
+)
+"""
+Query parameters whose value is kept out of logs: any parameter whose name
+(case and C{-}/C{_} aside) contains one of these (C{access_token},
+C{client_secret}, C{password}, C{api_key}, C{code}, C{X-Amz-Signature}, ...).
+"""
+
+REDACTED = b"REDACTED"
+
+
+def _credential_name(name: bytes) -> bool:
+    plain = unquote_to_bytes(name.replace(b"+", b" ")).lower().replace(b"-", b"_")
+    return any(word.encode() in plain for word in CREDENTIAL_NAMES)
+
+
+def redact_uri(uri: bytes) -> bytes:
+    """
+    C{uri} fit for a log: the value of every query parameter that looks
+    like a credential (see L{CREDENTIAL_NAMES}) is replaced by C{REDACTED};
+    the path and the other parameters are kept as they came.
+    """
+    path, question, query = uri.partition(b"?")
+    if not question or not query:
+        return uri
+    query, hash_, fragment = query.partition(b"#")
+    parts = re.split(rb"([&;])", query)
+    for index in range(0, len(parts), 2):
+        name, equals, value = parts[index].partition(b"=")
+        if equals and value and name and _credential_name(name):
+            parts[index] = name + equals + REDACTED
+    redacted_fragment = hash_ + (REDACTED if fragment else b"")
+    return path + question + b"".join(parts) + redacted_fragment
+
+
+class _RedactedHeaders:
+    """A request, as an access-log formatter sees it, with credentials out of its URIs."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+        self.uri = redact_uri(request.uri)
+
+    def getHeader(self, name: bytes) -> bytes | None:
+        value: bytes | None = self._request.getHeader(name)
+        if value is not None and name.lower() == b"referer":
+            return redact_uri(value)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+
+def redacting_log_formatter(timestamp: str, request: Any) -> str:
+    """
+    Twisted's combined access-log line for C{request}, with the request
+    URI's and the C{Referer}'s credentials redacted (L{redact_uri}).
+    """
+    line: str = http.combinedLogFormatter(timestamp, _RedactedHeaders(request))
+    return line
+
+
 class BodyCappedRequest(server.Request):
     """
     A C{Site} request that refuses an over-size body while it arrives.
@@ -196,7 +296,23 @@ class BodyCappedRequest(server.Request):
             self.requestHeaders.removeHeader(b"Expect")
             self._refuse_body()
             return
-        super().gotLength(length)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        try:
+            # Past 100 kB Twisted keeps the body in a temporary file.
+            super().gotLength(length)  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        except OSError as error:
+            if error.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            self.requestHeaders.removeHeader(b"Expect")
+            out_of_descriptors = getattr(
+                getattr(self.channel, "site", None), "out_of_descriptors", None
+            )
+            if out_of_descriptors is not None:
+                out_of_descriptors()
+            self._refuse_body(
+                b"503 Service Unavailable",
+                b"The server is busy: try again later.\n",
+                b"Retry-After: 10\r\n",
+            )
 
     def handleContentChunk(self, data: bytes) -> None:
         if self.body_refused:
@@ -207,18 +323,32 @@ class BodyCappedRequest(server.Request):
             return
         super().handleContentChunk(data)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
-    def _refuse_body(self) -> None:
+    def _refuse_body(
+        self,
+        status: bytes = b"413 Payload Too Large",
+        message: bytes = b"Request body too large.\n",
+        extra: bytes = b"",
+    ) -> None:
         self.body_refused = True
         self.content = io.BytesIO()
-        message = b"Request body too large.\n"
         transport = self.channel.transport
         assert transport is not None
         transport.write(
-            b"HTTP/1.1 413 Payload Too Large\r\n"
-            b"Content-Type: text/plain; charset=utf-8\r\n"
-            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(message), message)
+            b"HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\n%s"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+            % (status, extra, len(message), message)
         )
         self.channel.loseConnection()
+
+    def __repr__(self) -> str:
+        # Twisted's own, with the URI fit for a log (Twisted logs requests by repr).
+        return "<{} at 0x{:x} method={} uri={} clientproto={}>".format(
+            type(self).__name__,
+            id(self),
+            self.method.decode("ascii", "replace"),
+            redact_uri(self.uri).decode("ascii", "replace"),
+            self.clientproto.decode("ascii", "replace"),
+        )
 
     def process(self) -> None:
         if not self.body_refused:
@@ -227,36 +357,42 @@ class BodyCappedRequest(server.Request):
 
 class BoundedHTTPChannel(http.HTTPChannel):
     """
-    An HTTP connection with bounds on the head of each request.
+    An HTTP connection with bounds on the head and body of each request.
 
     A client gets C{header_timeout} seconds to send a request line and its
     headers, from the moment it connects or sends the first byte of its
     next request; past that it gets 408 and the connection is closed (a
-    client trickling a byte at a time is cut off, not kept forever).  A
-    request line longer than C{max_request_line} bytes gets 414; headers
-    past C{totalHeadersSize} bytes or C{maxHeaders} lines get 431.  Each
-    refusal is an answer followed by closing the connection.
+    client trickling a byte at a time is cut off, not kept forever).  It
+    then gets C{body_timeout} seconds to send the whole body, if the
+    request has one; past that, 408 and close as well.  A request line
+    longer than C{max_request_line} bytes gets 414; headers past
+    C{totalHeadersSize} bytes or C{maxHeaders} lines get 431.  Each refusal
+    is an answer followed by closing the connection.
 
-    C{header_timeout} is read from the site when it has one (see
-    L{BoundedSite}).
+    C{header_timeout} and C{body_timeout} are read from the site when it
+    has them (see L{BoundedSite}).
     """
 
     header_timeout: float = 20.0
+    body_timeout: float = Config().http_body_timeout_seconds
     max_request_line = 8 * 1024
     totalHeadersSize = 16 * 1024
     maxHeaders = 100
     MAX_LENGTH = totalHeadersSize
 
     _head_call: IDelayedCall | None = None
+    _body_call: IDelayedCall | None = None
+    _address: str | None = None  # the peer's address, when the site counts it
+    _counted = False  # the site counts this connection
     _reading_head = True  # between requests or in a request's head
     _on_request_line = True
     _refused = False
 
     def connectionMade(self) -> None:
         super().connectionMade()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        self.header_timeout = getattr(
-            getattr(self, "site", None), "header_timeout", self.header_timeout
-        )
+        site = getattr(self, "site", None)
+        self.header_timeout = getattr(site, "header_timeout", self.header_timeout)
+        self.body_timeout = getattr(site, "body_timeout", self.body_timeout)
         self._start_head_clock()
 
     def dataReceived(self, data: bytes) -> None:
@@ -298,6 +434,15 @@ class BoundedHTTPChannel(http.HTTPChannel):
         self._stop_head_clock()
         self._reading_head = False
         super().allHeadersReceived()  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        # A body follows unless it is declared empty (chunked: length None).
+        if self.length != 0 and self.body_timeout and self.body_timeout > 0:
+            self._body_call = self.callLater(  # type: ignore[no-untyped-call]  # Twisted: unannotated
+                self.body_timeout, self._body_timed_out
+            )
+
+    def allContentReceived(self) -> None:
+        self._stop_body_clock()
+        super().allContentReceived()  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def requestDone(self, request: http.Request) -> None:
         # The next request's head is timed from its first byte; an idle
@@ -310,6 +455,12 @@ class BoundedHTTPChannel(http.HTTPChannel):
 
     def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._stop_head_clock()
+        self._stop_body_clock()
+        if self._counted:
+            self._counted = False
+            release = getattr(getattr(self, "site", None), "connection_closed", None)
+            if release is not None:
+                release(self._address)
         super().connectionLost(reason)  # type: ignore[no-untyped-call]  # Twisted: unannotated
 
     def _start_head_clock(self) -> None:
@@ -324,6 +475,21 @@ class BoundedHTTPChannel(http.HTTPChannel):
                 self._head_call.cancel()
             self._head_call = None
 
+    def _stop_body_clock(self) -> None:
+        if self._body_call is not None:
+            if self._body_call.active():
+                self._body_call.cancel()
+            self._body_call = None
+
+    def _body_timed_out(self) -> None:
+        self._body_call = None
+        log.info(
+            "Closing a connection from {peer}: the request body did not arrive within {seconds:g}s",
+            peer=str(self.transport.getPeer()) if self.transport else "?",
+            seconds=self.body_timeout,
+        )
+        self._refuse(408, "The request body did not arrive in time.")
+
     def _head_timed_out(self) -> None:
         self._head_call = None
         log.info(
@@ -336,6 +502,7 @@ class BoundedHTTPChannel(http.HTTPChannel):
     def _refuse(self, code: int, text: str) -> None:
         self._refused = True
         self._stop_head_clock()
+        self._stop_body_clock()
         body = (text + "\n").encode("utf-8")
         reason = http.RESPONSES.get(code) or _reason(code) or b"Error"
         assert self.transport is not None
@@ -352,7 +519,16 @@ class BoundedSite(server.Site):
     requests are L{BodyCappedRequest}s.
 
     @param header_timeout: Seconds a client gets to send a request's head.
+    @param body_timeout: Seconds a client gets to send a request's body,
+        once its head is in.
     @param idle_timeout: Seconds an idle keep-alive connection stays open.
+    @param max_connections_per_address: Connections open at once from one
+        IP address; one more is answered 503 (with C{Retry-After}) and
+        closed.  0: no limit (behind a proxy, where every connection comes
+        from the proxy's address).
+    @param max_connections: Connections open at once in all; at that many
+        the site stops accepting (see L{watch_port}).  By default, what the
+        file descriptor limit leaves room for (L{descriptor_budget}).
     """
 
     protocol = BoundedHTTPChannel  # type: ignore[assignment]  # no HTTP/2: plain HTTP/1.1
@@ -362,22 +538,215 @@ class BoundedSite(server.Site):
         resource: Resource,
         *,
         header_timeout: float = BoundedHTTPChannel.header_timeout,
+        body_timeout: float = BoundedHTTPChannel.body_timeout,
         idle_timeout: float = IDLE_SECONDS,
+        max_connections_per_address: int = MAX_CONNECTIONS_PER_ADDRESS,
+        max_connections: int | None = None,
         reactor: Any = None,
         unlogged: tuple[bytes, ...] = (),
     ) -> None:
         super().__init__(  # type: ignore[no-untyped-call]  # Twisted: unannotated
-            resource, requestFactory=BodyCappedRequest, timeout=idle_timeout, reactor=reactor
+            resource,
+            requestFactory=BodyCappedRequest,
+            timeout=idle_timeout,
+            reactor=reactor,
+            logFormatter=redacting_log_formatter,
         )
         self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections_per_address = max_connections_per_address
         self.unlogged = unlogged
+        self.connections: collections.Counter[str] = collections.Counter()
+        """Open connections by peer address (only while a limit applies)."""
+        self._refusing: set[str] = set()  # addresses at the limit, logged once
+        self.max_connections = max_connections if max_connections else descriptor_budget()
+        self.open_connections = 0
+        self._ports: list[Any] = []
+        self._paused = False
+        self._warned_at: float | None = None
+        self._resume_call: IDelayedCall | None = None
+
+    def watch_port(self, port: Any) -> None:
+        """
+        Pause and resume accepting on C{port} (a listening C{tcp.Port} or
+        C{unix.Port} serving this site) to stay within the process's file
+        descriptors.
+
+        While C{max_connections} connections are open, or right after
+        C{accept} ran out of descriptors (C{EMFILE}), the port stops
+        accepting: waiting clients stay in the kernel's backlog instead of
+        being accepted and dropped.  It is logged once; accepting resumes
+        after L{RESUME_SECONDS} once there is room again.
+        """
+        self._ports.append(port)
+        socket = getattr(port, "socket", None)
+        if socket is not None and not isinstance(socket, _WatchedListener):
+            port.socket = _WatchedListener(socket, self.out_of_descriptors)
+
+    def out_of_descriptors(self) -> None:
+        """The process ran out of file descriptors: stop accepting for a moment."""
+        self._pause(
+            "the process ran out of file descriptors (EMFILE); "
+            "raise the limit (ulimit -n, systemd LimitNOFILE=)"
+        )
+
+    def _pause(self, why: str) -> None:
+        if not self._paused:
+            self._paused = True
+            now = self.reactor.seconds()
+            if self._warned_at is None or now - self._warned_at >= WARN_EVERY_SECONDS:
+                self._warned_at = now
+                log.warn(
+                    "Stopped accepting HTTP connections ({count} open): {why}. Accepting "
+                    "again once there is room (logged at most once a minute).",
+                    why=why,
+                    count=self.open_connections,
+                )
+            for port in self._ports:
+                if hasattr(port, "stopReading"):
+                    port.stopReading()
+        if self._resume_call is None or not self._resume_call.active():
+            self._resume_call = self.reactor.callLater(RESUME_SECONDS, self._maybe_resume)
+
+    def _maybe_resume(self) -> None:
+        self._resume_call = None
+        if not self._paused:
+            return
+        if self.open_connections >= self.max_connections:
+            self._resume_call = self.reactor.callLater(RESUME_SECONDS, self._maybe_resume)
+            return
+        self._paused = False
+        log.debug("Accepting HTTP connections again ({count} open)", count=self.open_connections)
+        for port in self._ports:
+            if (
+                hasattr(port, "startReading")
+                and getattr(port, "connected", True)
+                and not getattr(port, "disconnecting", False)
+            ):
+                port.startReading()
+
+    def stopFactory(self) -> None:
+        if self._resume_call is not None and self._resume_call.active():
+            self._resume_call.cancel()
+        self._resume_call = None
+        super().stopFactory()
+
+    def buildProtocol(self, addr: Any) -> Any:
+        if self.open_connections >= self.max_connections:
+            # Accepted before the pause took hold: refuse it, stop accepting.
+            self._pause(self._full())
+            return _TooManyConnections()
+        limit = self.max_connections_per_address
+        host = getattr(addr, "host", None)
+        if not limit or not isinstance(host, str):
+            return self._counted(super().buildProtocol(addr))  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if self.connections[host] >= limit:
+            if host not in self._refusing:
+                self._refusing.add(host)
+                log.warn(
+                    "Refusing connections from {address}: it has {limit} open, the most "
+                    "one address may (GOPHERGEM_HTTP_MAX_CONNECTIONS_PER_ADDRESS); "
+                    "logged once until it has fewer",
+                    address=host,
+                    limit=limit,
+                )
+            return _TooManyConnections()
+        channel = self._counted(super().buildProtocol(addr))  # type: ignore[no-untyped-call]  # Twisted: unannotated
+        if channel is not None:
+            self.connections[host] += 1
+            channel._address = host
+        return channel
+
+    def _counted(self, channel: Any) -> Any:
+        if channel is not None:
+            self.open_connections += 1
+            channel._counted = True
+            if self.open_connections >= self.max_connections:
+                self._pause(self._full())
+        return channel
+
+    def _full(self) -> str:
+        return (
+            f"the file descriptor limit (ulimit -n) leaves room for {self.max_connections} "
+            "connections"
+        )
+
+    def connection_closed(self, address: str | None) -> None:
+        """A connection this site counted (against C{address}, if any) has closed."""
+        self.open_connections -= 1
+        if address is None:
+            return
+        left = self.connections[address] - 1
+        if left > 0:
+            self.connections[address] = left
+        else:
+            del self.connections[address]
+        if left < self.max_connections_per_address:
+            self._refusing.discard(address)
 
     def log(self, request: Any) -> None:
-        """Log a request, unless its path starts with one of C{unlogged} (secret URLs)."""
+        """
+        Log a request, unless its path starts with one of C{unlogged} (secret
+        URLs); credentials in its query are redacted (L{redact_uri}).
+        """
         path = getattr(request, "path", b"") or b""
         if self.unlogged and path.startswith(self.unlogged):
             return
         super().log(request)
+
+
+def descriptor_budget(limit: int | None = None) -> int:
+    """
+    How many HTTP connections a process may hold open with C{limit} file
+    descriptors (by default its soft C{RLIMIT_NOFILE}): a reserve of a
+    quarter (at most 256) is kept for its files, databases and outgoing
+    fetches, and each connection counts twice (its socket, and the
+    temporary file Twisted keeps a body over 100 kB in).
+    """
+    if limit is None:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if limit == resource.RLIM_INFINITY or limit <= 0:
+            limit = 1 << 20
+    return max(16, (limit - min(256, limit // 4)) // 2)
+
+
+class _WatchedListener:
+    """A listening socket that pauses its site when C{accept} runs out of descriptors."""
+
+    def __init__(self, listener: Any, out_of_descriptors: Callable[[], None]) -> None:
+        self._listener = listener
+        self._out_of_descriptors = out_of_descriptors
+
+    def accept(self) -> Any:
+        try:
+            return self._listener.accept()
+        except OSError as error:
+            if error.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            # Stop accepting until there is room; to Twisted's accept loop
+            # this is "no more clients for now", so it neither accepts and
+            # drops every waiting client nor logs three lines for each.
+            self._out_of_descriptors()
+            raise BlockingIOError(errno.EAGAIN, "no file descriptor to accept with") from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._listener, name)
+
+
+class _TooManyConnections(Protocol):
+    """Answers a connection over the per-address limit with 503, and closes it."""
+
+    def connectionMade(self) -> None:
+        body = b"Too many connections from your address. Try again later.\n"
+        assert self.transport is not None
+        self.transport.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Length: %d\r\nRetry-After: 10\r\nConnection: close\r\n\r\n%s"
+            % (len(body), body)
+        )
+        self.transport.loseConnection()
 
 
 class _State(enum.Enum):
@@ -731,27 +1100,52 @@ class SessionLimit:
     """
     Caps the live sessions of the SDK's Streamable HTTP session manager.
 
-    An ASGI application in front of C{manager.handle_request}.  While
-    C{max_sessions} sessions are open, a request that would open another
-    one first closes the session idle for longest (no request in flight,
-    no open event stream); only when every session is busy is it refused,
-    with HTTP 503 and a JSON-RPC error.  Requests of the stateless
-    2026-07-28 era open no session and are never limited.
+    An ASGI application in front of C{manager.handle_request}.  The rules:
+
+      - A session is never closed before the answer to the request that
+        opened it (its C{initialize}) has been sent; until then it is not
+        idle, whatever the clock says.
+      - Closing never crosses principals: a request that needs room closes
+        the session idle for longest (no request in flight, no open event
+        stream) I{of its own principal}, never another's.  Without
+        authentication every caller is the one anonymous principal.
+      - Each principal holds at most its share of the cap: the cap divided
+        by the number of principals holding sessions (counting the one
+        asking), at least one.  A principal at its share replaces its own
+        idle sessions even while the cap has room, which keeps that room
+        for the others.
+      - When nothing may be closed the request gets HTTP 503, a JSON-RPC
+        error and C{Retry-After}.
+
+    Requests of the stateless 2026-07-28 era open no session and are never
+    limited.  A refused request never carries an C{Mcp-Session-Id}.
 
     It reads which sessions are live from the manager, and closes one the
     way the manager does itself (L{gophergem.mcp._sdk}, where the SDK's
     private names are kept and tested).
+
+    @param principal_of: The principal of a request's ASGI scope; by
+        default the one its bearer token names (L{scope_principal}).
     """
 
-    def __init__(self, manager: Any, max_sessions: int) -> None:
+    def __init__(
+        self,
+        manager: Any,
+        max_sessions: int,
+        principal_of: Callable[[MutableMapping[str, Any]], str | None] | None = None,
+    ) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")
         self._manager = manager
+        self._app = hide_refused_session_id(manager.handle_request)
         self.max_sessions = max_sessions
+        self._principal_of = principal_of or scope_principal
+        self._owner: dict[str, str | None] = {}  # answered sessions: their principal
+        self._held: collections.Counter[str | None] = collections.Counter()  # by principal
+        self._opening: collections.Counter[str | None] = collections.Counter()  # not answered yet
         self._busy: dict[str, int] = {}  # session id: requests in flight
         self._last_used: dict[str, int] = {}  # session id: when its last request ended
         self._clock = itertools.count()
-        self._opening = 0  # requests that may be registering a session right now
 
     @property
     def _live(self) -> dict[str, Any]:
@@ -766,50 +1160,113 @@ class SessionLimit:
         session_id = _header(scope, b"mcp-session-id")
         if session_id is not None:
             if session_id not in self._live:
-                await self._manager.handle_request(scope, receive, send)
+                await self._app(scope, receive, send)
                 return
             self._hold(session_id)
             try:
-                await self._manager.handle_request(scope, receive, send)
+                await self._app(scope, receive, send)
             finally:
                 self._release(session_id)
             return
         if not self._may_open_session(scope):
-            await self._manager.handle_request(scope, receive, send)
+            await self._app(scope, receive, send)
             return
-        if not await self._make_room():
+        principal = self._principal_of(scope)
+        admitted, victim, share = self._admit(principal)
+        if not admitted:
             log.warn(
-                "Refused a new MCP session: {count} sessions are open and none is idle",
-                count=len(self._live),
+                "Refused a new MCP session{whose}: {reason}",
+                whose="" if principal is None else f" for {principal}",
+                reason=f"it holds its share ({share}) of the {self.max_sessions} sessions "
+                "and none is idle"
+                if share
+                else f"{len(self._owner)} sessions are open and none of its own is idle",
             )
-            await _refuse_session(send, self.max_sessions)
+            await _refuse_session(send, self.max_sessions, share)
             return
-        self._opening += 1
+        self._opening[principal] += 1
         opened: list[str] = []
 
         async def watch(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start" and not opened:
-                self._opening -= 1
                 opened.append("")
-                for key, value in message.get("headers", ()):
-                    if bytes(key).lower() == b"mcp-session-id":
-                        opened[0] = bytes(value).decode("latin-1")
-                        self._hold(opened[0])
+                self._opening[principal] -= 1
+                if int(message["status"]) < 400:
+                    for key, value in message.get("headers", ()):
+                        if bytes(key).lower() == b"mcp-session-id":
+                            opened[0] = bytes(value).decode("latin-1")
+                            self._record(opened[0], principal)
             await send(message)
 
         try:
-            await self._manager.handle_request(scope, receive, watch)
+            if victim is not None:
+                transport = self._live.get(victim)
+                if transport is not None:
+                    log.info(
+                        "Closing the MCP session idle for longest{whose} to make room for "
+                        "a new one ({count} open, the limit is {limit})",
+                        whose="" if principal is None else f" of {principal}",
+                        count=len(self._live),
+                        limit=self.max_sessions,
+                    )
+                    # Forgets the session at once, then ends its streams.
+                    await discard_session(self._manager, victim, transport)
+            await self._app(scope, receive, watch)
         finally:
             if not opened:
-                self._opening -= 1
+                self._opening[principal] -= 1
             elif opened[0]:
                 self._release(opened[0])
+            if self._opening[principal] <= 0:
+                del self._opening[principal]
 
     def _may_open_session(self, scope: MutableMapping[str, Any]) -> bool:
-        if getattr(self._manager, "stateless", False):
+        if getattr(self._manager, "stateless", False) or scope.get("method") != "POST":
             return False
         version = _header(scope, b"mcp-protocol-version")
         return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
+
+    def _admit(self, principal: str | None) -> tuple[bool, str | None, int]:
+        """
+        Whether a new session of C{principal} may open, and which of its own
+        idle sessions it replaces (if any); decided at once, with no await,
+        so that concurrent requests see each other's decisions.
+
+        @return: Admitted, the session to close first, and the principal's
+            share when that is what refused it (else 0).
+        """
+        live = self._live
+        for gone in [s for s in self._owner if s not in live]:
+            self._forget(gone)
+        holders = {p for p, n in self._held.items() if n > 0}
+        holders.update(p for p, n in self._opening.items() if n > 0)
+        holders.add(principal)
+        share = max(1, self.max_sessions // len(holders))
+        mine = self._held[principal] + self._opening[principal]
+        total = len(self._owner) + sum(self._opening.values())
+        if mine < share and total < self.max_sessions:
+            return True, None, 0
+        idle = [s for s, p in self._owner.items() if p == principal and not self._busy.get(s)]
+        if not idle:
+            return False, None, share if mine >= share else 0
+        victim = min(idle, key=lambda s: self._last_used.get(s, -1))
+        self._forget(victim)
+        return True, victim, 0
+
+    def _record(self, session_id: str, principal: str | None) -> None:
+        """C{session_id} has answered the request that opened it: it counts, and is in use."""
+        if session_id not in self._owner:
+            self._owner[session_id] = principal
+            self._held[principal] += 1
+        self._hold(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        if session_id in self._owner:
+            principal = self._owner.pop(session_id)
+            self._held[principal] -= 1
+            if self._held[principal] <= 0:
+                del self._held[principal]
+        self._last_used.pop(session_id, None)
 
     def _hold(self, session_id: str) -> None:
         self._busy[session_id] = self._busy.get(session_id, 0) + 1
@@ -823,39 +1280,75 @@ class SessionLimit:
         if session_id in self._live:
             self._last_used[session_id] = next(self._clock)
         else:
-            self._last_used.pop(session_id, None)
-
-    async def _make_room(self) -> bool:
-        """Close idle sessions until one more fits; false if none could be closed."""
-        while len(self._live) + self._opening >= self.max_sessions:
-            live = self._live
-            for gone in [s for s in self._last_used if s not in live]:
-                del self._last_used[gone]
-            idle = [s for s in live if not self._busy.get(s)]
-            if not idle:
-                return False
-            oldest = min(idle, key=lambda s: self._last_used.get(s, -1))
-            log.info(
-                "Closing the MCP session idle for longest to make room for a new one "
-                "({count} open, the limit is {limit})",
-                count=len(live),
-                limit=self.max_sessions,
-            )
-            self._last_used.pop(oldest, None)
-            # Forgets the session at once, then ends its streams.
-            await discard_session(self._manager, oldest, live[oldest])
-        return True
+            self._forget(session_id)
 
 
-async def _refuse_session(send: Callable[..., Any], limit: int) -> None:
+def scope_principal(scope: MutableMapping[str, Any]) -> str | None:
+    """
+    The principal of an ASGI request behind the SDK's bearer authentication,
+    as the SDK binds sessions to it (client, issuer and subject of the
+    token), or C{None} without a token.  The daemon passes
+    L{gophergem.mcp.auth.principal_of}'s instead (see
+    L{gophergem.service.build_site}).
+    """
+    token = getattr(scope.get("user"), "access_token", None)
+    if token is None:
+        return None
+    client, issuer, subject = principal_components(token)
+    return f"{issuer or ''}#{subject or ''}#{client}"
+
+
+def hide_refused_session_id(app: ASGIApp) -> ASGIApp:
+    """
+    C{app}, except that a request sent without a session which is refused
+    (status 400 or more) carries no C{Mcp-Session-Id}.
+
+    The SDK registers a session for every request that names none (a C{GET}
+    or C{DELETE} included), answers from that session's transport, which
+    stamps its id on the refusal, and then forgets it again: the id handed
+    out names nothing.
+    """
+
+    async def hiding(
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[..., Any],
+    ) -> None:
+        if _header(scope, b"mcp-session-id") is not None:
+            await app(scope, receive, send)
+            return
+
+        async def without_id(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start" and int(message["status"]) >= 400:
+                message = dict(message)
+                message["headers"] = [
+                    (key, value)
+                    for key, value in message.get("headers", ())
+                    if bytes(key).lower() != b"mcp-session-id"
+                ]
+            await send(message)
+
+        await app(scope, receive, without_id)
+
+    return hiding
+
+
+async def _refuse_session(send: Callable[..., Any], limit: int, share: int = 0) -> None:
+    if share:
+        text = (
+            f"Too many MCP sessions for one client: you hold your share ({share}) of the "
+            f"{limit} this server allows, and none of them is idle to close."
+        )
+    else:
+        text = f"Too many MCP sessions: all {limit} are in use, none of yours is idle to close."
     body = json.dumps(
         {
             "jsonrpc": "2.0",
             "id": None,
             "error": {
                 "code": -32603,
-                "message": f"Too many MCP sessions: all {limit} are busy, none idle to close. "
-                "Try again later, or end sessions you no longer use (HTTP DELETE).",
+                "message": text + " Try again later, or end sessions you no longer use "
+                "(HTTP DELETE).",
             },
         },
         separators=(",", ":"),
@@ -934,6 +1427,7 @@ def mcp_resource(
     max_sessions: int | None = MAX_SESSIONS,
     session_idle_seconds: float | None = SESSION_IDLE_SECONDS,
     guard: Callable[[ASGIApp], ASGIApp] | None = None,
+    principal_of: Callable[[MutableMapping[str, Any]], str | None] | None = None,
 ) -> ASGIResource:
     """
     The Streamable HTTP endpoint of C{server}, as a resource to mount anywhere.
@@ -950,6 +1444,8 @@ def mcp_resource(
         ends it.
     @param guard: Wraps the endpoint's ASGI application, outermost (e.g.
         L{gophergem.mcp.auth.require_token}'s bearer authentication).
+    @param principal_of: Whose a request is, for the session cap (see
+        L{SessionLimit}); by default L{scope_principal}.
     """
     server.streamable_http_app(
         transport_security=security if security is not None else transport_security(),
@@ -958,9 +1454,9 @@ def mcp_resource(
         max_sessions=None,  # SessionLimit decides, closing idle sessions first
     )
     manager = server.session_manager
-    app: ASGIApp = manager.handle_request
+    app: ASGIApp = hide_refused_session_id(manager.handle_request)
     if max_sessions is not None:
-        app = SessionLimit(manager, max_sessions)
+        app = SessionLimit(manager, max_sessions, principal_of)
     if guard is not None:
         app = guard(app)
     return ASGIResource(app, manager.run, max_body_size=max_body_size)
