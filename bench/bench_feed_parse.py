@@ -53,7 +53,7 @@ for _path in (BENCH_DIR, REPO_ROOT):
         sys.path.insert(0, _path)
 
 from bench_gopher import loopback_env  # noqa: E402
-from bench_team import BenchError, Daemon, Interrupted  # noqa: E402
+from bench_team import BenchError, Daemon, Interrupted, interrupt_after  # noqa: E402
 from servers import GopherServer  # noqa: E402
 from stdio_raw import run_footer  # noqa: E402
 
@@ -294,15 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
     deadline = 120.0 if args.quick else 900.0  # fail rather than hang
-
-    def interrupt(signum: int, frame: Any) -> None:
-        for other in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-            signal.signal(other, signal.SIG_IGN)
-        raise Interrupted(signal.Signals(signum).name)
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-        signal.signal(signum, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, deadline)
+    interrupt_after(deadline)
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:

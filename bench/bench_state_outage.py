@@ -75,6 +75,7 @@ from bench_team import (  # noqa: E402
     db_upgrade,
     fresh_database,
     health,
+    interrupt_after,
     rpc_message,
     stop_all,
 )
@@ -493,15 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.calls < 6 or args.kill_at < 0:
         parser.error("--calls must be at least 6 and --kill-at not negative")
     deadline = 240.0 if args.quick else 600.0  # fail rather than hang
-
-    def interrupt(signum: int, frame: Any) -> None:
-        for other in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-            signal.signal(other, signal.SIG_IGN)
-        raise Interrupted(signal.Signals(signum).name)
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-        signal.signal(signum, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, deadline)
+    interrupt_after(deadline)
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:

@@ -82,6 +82,23 @@ class Interrupted(BaseException):
     """Ctrl-C, SIGTERM or the overall deadline."""
 
 
+def interrupt_after(deadline: float) -> None:
+    """
+    Raise L{Interrupted} on Ctrl-C, SIGTERM or once C{deadline} seconds have
+    passed (a benchmark fails rather than hangs), once: stopping everything
+    is not itself interrupted by another signal.
+    """
+
+    def interrupt(signum: int, frame: Any) -> None:
+        for other in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
+            signal.signal(other, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
+        signal.signal(signum, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, deadline)
+
+
 # --------------------------------------------------------------------------
 # Processes and peers
 # --------------------------------------------------------------------------
@@ -565,16 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.clients, args.calls, args.rounds) < 1:
         parser.error("--clients, --calls and --rounds must be at least 1")
     deadline = 90.0 if args.quick else 900.0  # fail rather than hang
-
-    def interrupt(signum: int, frame: Any) -> None:
-        # Once: stopping everything is not itself interrupted by another signal.
-        for other in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-            signal.signal(other, signal.SIG_IGN)
-        raise Interrupted(signal.Signals(signum).name)
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-        signal.signal(signum, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, deadline)
+    interrupt_after(deadline)
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
