@@ -34,7 +34,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._plural import counted
@@ -653,21 +653,59 @@ def _serve(args: argparse.Namespace, environ: dict[str, str]) -> int:
         start_logging(config.log_level, config.log_file)
     except LogFileError as error:
         return _fail(str(error))
-    return _run(tap.makeService(options), announce=options["transport"] == "http")
+    with _sigint_heard():
+        return _run(tap.makeService(options), announce=options["transport"] == "http")
 
 
-def _run(top: Any, *, announce: bool = False) -> int:
+@contextlib.contextmanager
+def _sigint_heard() -> Iterator[None]:
     """
-    Start C{top} on the global reactor and run until it ends (stdin closed,
-    SIGTERM or SIGINT); return the exit status.
+    Hear SIGINT while this runs even when the process was started with it
+    ignored, as a shell without job control starts a command run in the
+    background (C{gophergem serve &} in a script, a test suite run that
+    way): Python and Twisted both leave an ignored SIGINT ignored, so serve,
+    which says SIGINT stops it, would go on serving.  The bare C{gophergem}
+    an MCP client starts keeps what its client chose (it ends at the end of
+    its input).
+    """
+    import signal
+
+    ignored = _in_main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _run(top: Any, *, announce: bool = False, reactor: Any = None) -> int:
+    """
+    Start C{top} on the reactor and run until it ends (stdin closed,
+    SIGTERM or SIGINT, whenever it comes: see L{_StopOnSignal}); return the
+    exit status.
 
     A listening failure is one line and status 2; replies the stdio
-    transport owed but could not write make the status 1.
+    transport owed but could not write make the status 1.  A signal that
+    comes before the services have started makes it 128 plus the signal's
+    number (130 for SIGINT), as a C{KeyboardInterrupt} earlier does; once
+    they have started, a signal is the ordinary way to stop (0).
 
     @param announce: Once the HTTP transport listens, say where, in one
         line on standard error (L{_listening_at}).
+    @param reactor: The reactor to run; the global one when omitted.
     """
-    from twisted.internet import reactor
+    if reactor is None:
+        from twisted.internet import reactor as installed
+
+        reactor = installed
     from twisted.logger import Logger
 
     from gophergem.mcp.stdio import StdioMCPService
@@ -684,8 +722,11 @@ def _run(top: Any, *, announce: bool = False) -> int:
         where = f" on {listener.description}" if listener is not None else ""
         return _fail(f"cannot listen{where}: {error.strerror or error}")
     status = {"code": 0}
+    signals = _StopOnSignal(reactor)
 
     def start() -> None:
+        # Twisted has just put its SIGTERM handler in place of ours.
+        signals.install()
         try:
             top.startService()
             listener = top.namedServices.get("http")
@@ -700,15 +741,99 @@ def _run(top: Any, *, announce: bool = False) -> int:
             Logger().failure("gophergem could not start")
             status["code"] = 1
             reactor.stop()
+        finally:
+            signals.started = True
 
     reactor.callWhenRunning(start)
     reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
-    reactor.run()
+    # From here to the end a signal stops the reactor, whenever it comes: a
+    # KeyboardInterrupt raised inside the reactor's start-up would be caught
+    # and logged by Twisted, and the signal lost.
+    signals.install()
+    try:
+        reactor.run()
+    finally:
+        signals.uninstall()
+    if signals.early is not None:
+        status["code"] = status["code"] or 128 + signals.early
     # Non-zero when owed replies were lost (stdout gone, a drain limit, SIGTERM).
     # (and 1 when a replica could not reach its shared state).
     owed = [service.exit_status for service in top if isinstance(service, StdioMCPService)]
     shared = [service.exit_status for service in top if isinstance(service, SharedStateService)]
     return status["code"] or max(owed + shared, default=0)
+
+
+class _StopOnSignal:
+    """
+    SIGINT and SIGTERM while L{_run} runs the reactor: the first one stops
+    it, from inside its loop; later ones change nothing (the shutdown is
+    under way, bounded by the drain).
+
+    Twisted installs handlers of its own only in the middle of starting the
+    reactor; before that, a SIGINT raises C{KeyboardInterrupt} wherever the
+    main thread is, and where that is inside the reactor's start-up (a
+    system event trigger, a Deferred's callback) Twisted catches it: the
+    signal was lost and the process went on serving.  These handlers are in
+    place before the reactor starts, and after, instead of Twisted's.
+
+    As Twisted does, a SIGINT that is ignored, or handled by someone else
+    (a debugger), is left alone.
+
+    @ivar started: Whether the services have started (set by L{_run}).
+    @ivar early: The signal that came before they had, if one did.
+    """
+
+    def __init__(self, reactor: Any) -> None:
+        self.reactor = reactor
+        self.started = False
+        self.early: int | None = None
+        self._heard: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        """Handle SIGTERM, and SIGINT unless it is ignored or someone else's."""
+        import signal
+
+        if not _in_main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if (
+                signum == signal.SIGINT
+                and signum not in self._previous
+                and signal.getsignal(signum) != signal.default_int_handler
+            ):
+                continue
+            previous = signal.signal(signum, self._received)
+            self._previous.setdefault(signum, previous)
+
+    def uninstall(self) -> None:
+        """Put back the handlers there were before L{install}."""
+        import signal
+
+        previous, self._previous = self._previous, {}
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _received(self, signum: int, frame: Any) -> None:
+        # Runs between two bytecodes of the main thread, anywhere: only note
+        # the signal and wake the reactor (as Twisted's own handlers do).
+        if self._heard is not None:
+            return
+        self._heard = signum
+        if not self.started:
+            self.early = signum
+        self.reactor.callFromThread(self._stop)
+
+    def _stop(self) -> None:
+        import signal
+
+        from twisted.internet.error import ReactorNotRunning
+        from twisted.logger import Logger
+
+        assert self._heard is not None
+        Logger().info("Received {signal}, shutting down.", signal=signal.Signals(self._heard).name)
+        with contextlib.suppress(ReactorNotRunning):  # already stopping
+            self.reactor.stop()
 
 
 def _listening_at(port: Any) -> str:

@@ -207,9 +207,34 @@ def test_serve_bad_endpoint(endpoint: str, environ: dict[str, str]) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_serve_http_stops_on_signal(signum: int, environ: dict[str, str]) -> None:
     """serve --transport http answers /health, and stops cleanly (status 0) on a signal."""
+    serve_http_then_signal(signum, environ)
+
+
+IGNORING_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
+]
+"""Runs the command after it with SIGINT ignored, as a shell without job control runs cmd &."""
+
+
+def test_serve_http_stops_on_sigint_it_was_started_ignoring(environ: dict[str, str]) -> None:
+    """
+    serve started with SIGINT ignored (in the background of a script, or of
+    a test run started so) still stops on it, as it says: it went on serving.
+    """
+    serve_http_then_signal(signal.SIGINT, environ, IGNORING_SIGINT)
+
+
+def serve_http_then_signal(
+    signum: int, environ: dict[str, str], before: tuple[str, ...] | list[str] = ()
+) -> None:
+    """Start serve --transport http, wait for /health, send C{signum}: it ends, 0, no traceback."""
     port = free_port()
     process = subprocess.Popen(
         [
+            *before,
             *console_script(),
             "serve",
             "--transport",
