@@ -259,7 +259,10 @@ def _alternate(
     rate = start_rate(capsule.starts)
     sys.stderr.write(f"replicas: {rate}\n")
     assert rate.count == 8
-    assert rate.obeys(RPM, slack=0.05), rate
+    # The slack is one interval: a busy machine may start the first fetch late
+    # (never early), which shortens the span; two pacers that did not share
+    # would crowd the eight into half of it.
+    assert rate.obeys(RPM, slack=60 / RPM), rate
 
     # The host now presents another key: replica 2 holds the pin replica 1 made.
     capsule.stop()
