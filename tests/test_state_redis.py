@@ -256,7 +256,7 @@ def test_interfaces(redis_url: str) -> None:  # noqa: F811
 
 
 def test_two_replicas_share_one_pace(redis_url: str) -> None:  # noqa: F811
-    """At 600 rpm, eight starts to one host from two replicas span at least 0.65 s."""
+    """At 600 rpm, eight starts to one host from two replicas span at least 0.6 s."""
 
     async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
         pacers = [policy.pacer("gemini", reactor, 600) for policy in policies]
@@ -266,15 +266,18 @@ def test_two_replicas_share_one_pace(redis_url: str) -> None:  # noqa: F811
             starts.append(time.monotonic())
 
         turns = [pacers[i % 2].turn("Slow.Example").addCallback(started) for i in range(8)]
-        other = time.monotonic()
         await wait(pacers[1].turn("other.example"))
-        assert time.monotonic() - other < 0.5  # another host does not queue behind
+        # Another host does not queue behind: its turn comes before the last
+        # of the eight (told by order, not by a time a busy machine may miss).
+        other = time.monotonic()
         for turn in turns:
             await wait(turn)
+        assert other < max(starts)
         rate = start_rate(starts)
         assert rate.count == 8
-        assert rate.span >= 0.65
-        assert rate.obeys(600, slack=0.05)
+        # One interval of slack for a first start made late by a busy machine;
+        # two pacers that did not share would span about 0.3 s.
+        assert rate.obeys(600, slack=0.1)
 
     on_redis(redis_url, body)
 
