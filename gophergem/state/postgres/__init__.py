@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from twisted.internet.defer import Deferred
 
+from gophergem._plural import counted
 from gophergem.config import Config, ConfigError
 from gophergem.state import SchemaBehind
 from gophergem.state.postgres._feeds import PostgresFeedStore
@@ -203,7 +204,7 @@ class PostgresState:
             except PoolTimeout:
                 await pool.close(timeout=0)
                 raise unavailable(
-                    f"PostgreSQL could not be reached within {timeout:g} seconds."
+                    f"PostgreSQL could not be reached within {counted(timeout, 'second')}."
                 ) from None
             except BaseException:
                 await pool.close(timeout=0)

@@ -20,6 +20,7 @@ from twisted.internet.defer import Deferred, fail
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem._plural import counted
 from gophergem.errors import GophergemError, StateUnavailable
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def translate(error: Exception, timeout: float) -> Exception:
     ):
         return error  # ours: a coded error, or an argument refused before any write
     if isinstance(error, TimeoutError | PoolTimeout):
-        return unavailable(f"PostgreSQL did not answer within {timeout:g} seconds.")
+        return unavailable(f"PostgreSQL did not answer within {counted(timeout, 'second')}.")
     if isinstance(error, psycopg.errors.UndefinedTable):
         return StateUnavailable(
             message="The PostgreSQL database has no gophergem schema (or an old one).",
@@ -275,7 +276,7 @@ def _bounded(
     def expire() -> None:
         if not (task.done() or answer.called) and lost is not None:
             lost()
-        give_up(unavailable(f"PostgreSQL did not answer within {timeout:g} seconds."))
+        give_up(unavailable(f"PostgreSQL did not answer within {counted(timeout, 'second')}."))
 
     deadline = loop.call_later(timeout, expire)
 

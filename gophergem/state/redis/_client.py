@@ -22,6 +22,7 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem._plural import counted
 from gophergem.errors import GophergemError, StateUnavailable
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def translate(error: BaseException, timeout: float) -> BaseException:
     if isinstance(error, GophergemError | CancelledError | asyncio.CancelledError):
         return error
     if isinstance(error, TimeoutError | redis.exceptions.TimeoutError):
-        return unavailable(f"Redis did not answer within {timeout:g} seconds.")
+        return unavailable(f"Redis did not answer within {counted(timeout, 'second')}.")
     if isinstance(error, redis.exceptions.AuthenticationError):
         return unavailable("Redis refused the credentials in the Redis URL.")
     if isinstance(error, redis.exceptions.ConnectionError | OSError):
