@@ -656,3 +656,42 @@ class TestOutage:
         assert settings["connect_timeout"] == 2
         assert settings["keepalives"] == 1
         assert settings["tcp_user_timeout"] > 0
+
+
+class _NeverOpens:
+    """A pool whose first connection never comes; closing it takes loop turns."""
+
+    closed = False
+
+    async def open(self, wait: bool, timeout: float) -> None:
+        await asyncio.Event().wait()
+
+    async def close(self, timeout: float) -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        self.closed = True
+
+
+def test_connect_gives_up_with_nothing_left_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    """
+    When even the pool's own wait overruns (a starved loop), connect fails
+    with STATE_UNAVAILABLE only once the pool it opened is closed: a
+    command that then exits leaves no coroutine for its closed loop to
+    report ("Exception ignored in ... Event loop is closed").
+    """
+    import gophergem.state.postgres as postgres
+
+    pool = _NeverOpens()
+    monkeypatch.setattr(postgres, "_pool", lambda url, timeout, broken: pool)
+    loop = asyncio.new_event_loop()
+    try:
+        reactor = type("Reactor", (), {"_asyncioEventloop": loop})()
+        connecting = postgres.PostgresState.connect(
+            "postgresql://x@127.0.0.1:1/db", key=None, timeout=0.01, reactor=reactor
+        )
+        with pytest.raises(StateUnavailable) as caught:
+            _settle(loop, connecting)
+        assert caught.value.message == "PostgreSQL did not answer within 1.01 seconds."
+        assert pool.closed
+    finally:
+        loop.close()

@@ -220,9 +220,24 @@ class PostgresState:
                 identities_enabled,
             )
 
-        # The pool waits for its first connection for at most C{timeout};
-        # the outer bound leaves it room to say so itself.
-        return run_bounded(loop, opening(), timeout + 1.0)
+        bound = timeout + 1.0
+
+        async def bounded() -> PostgresState:
+            # The pool waits for its first connection for at most C{timeout};
+            # this bound leaves it room to say so itself.  Unlike a query,
+            # opening waits for its own clean-up once cancelled (closing a
+            # pool that never connected takes a loop turn or two): a command
+            # that gives up then ends with nothing of it left running, which
+            # its loop, closed at exit, would report as an ignored exception.
+            try:
+                return await asyncio.wait_for(opening(), bound)
+            except TimeoutError:
+                raise unavailable(
+                    f"PostgreSQL did not answer within {counted(bound, 'second')}."
+                ) from None
+
+        # A last resort, should the clean-up itself hang.
+        return run_bounded(loop, bounded(), bound + 2.0)
 
     def _store(self, kind: str, principal: str, make: Any) -> Any:
         store = self._stores.get((kind, principal))
