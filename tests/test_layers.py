@@ -259,7 +259,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("fetcher", ("gophergem.fetcher",)),
     # What the library offers on top of any IFetcher: following pages, searching
     # (the search package offers its engines and its operation alike).
-    ("capsules", ("gophergem.feeds.follow", "gophergem.search", "gophergem.searching")),
+    ("capsules", ("gophergem.feeds.follow", "gophergem.search")),
     ("mcp", ("gophergem.mcp",)),
     (
         "wiring",

@@ -2,9 +2,13 @@
 """
 Searching Geminispace and Gopherspace through their own search engines.
 
-L{gophergem.search.engines} is the pure part: the engines' settings, the URL
-that asks one, and which links of its answer are results.  Names load on
-first use, so the pure engines import without Twisted.
+Two modules, like L{gophergem.feeds.parse} and L{gophergem.feeds.follow}:
+L{gophergem.search.engines} is the pure part (the engines' settings, the URL
+that asks one, which links of its answer are results) and
+L{gophergem.search.operation} is L{search}, asking the engines in turn
+through any L{IFetcher <gophergem.interfaces.IFetcher>}, the function the
+MCP tool calls.  Names load on first use, so the pure engines import
+without Twisted.
 """
 
 from __future__ import annotations
@@ -22,18 +26,28 @@ if TYPE_CHECKING:
         default_engines,
         parse_engines,
     )
+    from gophergem.search.operation import DEFAULT_LIMIT, MAX_LIMIT, SearchOutcome, search
+
+_OPERATION = ("DEFAULT_LIMIT", "MAX_LIMIT", "SearchOutcome", "search")
 
 __all__ = [
     "DEFAULT_GEMINI_ENGINES",
     "DEFAULT_GOPHER_ENGINES",
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
     "WHERE",
     "Engine",
     "SearchHit",
+    "SearchOutcome",
     "default_engines",
     "parse_engines",
+    "search",
 ]
 
-_WHERE = dict.fromkeys(__all__, "gophergem.search.engines")
+_WHERE = {
+    name: "gophergem.search.operation" if name in _OPERATION else "gophergem.search.engines"
+    for name in __all__
+}
 
 
 def __getattr__(name: str) -> Any:

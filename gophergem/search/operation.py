@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_searching -*-
+# -*- test-case-name: tests.test_search_operation -*-
 """
 Searching Geminispace and Gopherspace through their own search engines.
 
