@@ -122,14 +122,14 @@ def _list(text: str) -> tuple[str, ...]:
 
 
 def _default_engines(where: str) -> tuple[str, ...]:
-    from gophergem.search import default_engines
+    from gophergem.search.engines import default_engines
 
     return tuple(engine.url for engine in default_engines(where))
 
 
 def _engines(where: str) -> Callable[[str], tuple[str, ...]]:
     def parse(text: str) -> tuple[str, ...]:
-        from gophergem.search import parse_engines
+        from gophergem.search.engines import parse_engines
 
         return tuple(engine.url for engine in parse_engines(text, where))
 

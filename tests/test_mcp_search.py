@@ -18,7 +18,7 @@ from gophergem.config import Config
 from gophergem.mcp.server import build_server
 from tests.mcp_helpers import run_with_network
 from tests.test_mcp_gemini import validator
-from tests.test_searching import ASK, FIRST, SECOND, VERONICA, Engines, engines
+from tests.test_search_operation import ASK, FIRST, SECOND, VERONICA, Engines, engines
 
 ERAS = ["legacy", "2026-07-28"]
 

@@ -179,7 +179,7 @@ def _feed_entry(entry: Any) -> dict[str, Any]:
 
 
 def search_payload(found: Any) -> dict[str, Any]:
-    """A search's answer (a L{gophergem.searching.SearchOutcome})."""
+    """A search's answer (a L{gophergem.search.SearchOutcome})."""
     return {
         "kind": "search_results",
         "engine": found.engine,

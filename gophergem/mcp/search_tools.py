@@ -2,7 +2,7 @@
 """
 The search tool, C{smolweb_search}: the configured search engines of
 Geminispace or Gopherspace, asked through the server's L{IFetcher} (see
-L{gophergem.searching}).
+L{gophergem.search}).
 """
 
 # No "from __future__ import annotations": the SDK reads the tools' annotations.
@@ -17,7 +17,7 @@ from gophergem.config import Config
 from gophergem.errors import GophergemError
 from gophergem.mcp._tools import READ_ONLY, add_tool, fetcher_of, tool_error, tool_result, wait_for
 from gophergem.mcp.payloads import search_payload
-from gophergem.searching import DEFAULT_LIMIT, MAX_LIMIT, search
+from gophergem.search import DEFAULT_LIMIT, MAX_LIMIT, search
 
 __all__ = ["register", "smolweb_search"]
 

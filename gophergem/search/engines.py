@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_search -*-
+# -*- test-case-name: tests.test_search_engines -*-
 """
 Search engines of Geminispace and Gopherspace, without I/O.
 

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.search}: engine settings, query URLs, the robots.txt
+Tests for L{gophergem.search.engines}: engine settings, query URLs, the robots.txt
 path, and results read from a Gemini page or a Gopher menu.  Examples built
 on the shapes of real engines (TLGS, Veronica-2) plus hypothesis properties.
 """
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gophergem.search import (
+from gophergem.search.engines import (
     DEFAULT_GEMINI_ENGINES,
     DEFAULT_GOPHER_ENGINES,
     Engine,

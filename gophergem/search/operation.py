@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_searching -*-
+# -*- test-case-name: tests.test_search_operation -*-
 """
 Searching Geminispace and Gopherspace through their own search engines.
 
@@ -8,7 +8,7 @@ An engine whose robots.txt disallows its search path is refused by the
 fetcher before the query is sent (C{BLOCKED_BY_ROBOTS}, only robots.txt was
 read) and is reported in C{tried}, like every engine that failed; the next
 one is asked.  The wire work (query URLs, which links are results) is in
-L{gophergem.search}.
+L{gophergem.search.engines}.
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ from twisted.internet.defer import Deferred
 from gophergem.errors import GophergemError, InvalidRequest, NotFetchable
 from gophergem.interfaces import IFetcher
 from gophergem.results import FetchFailure, GemtextResult, InputResult, MenuResult
-from gophergem.search import Engine, SearchHit, gemtext_hits, menu_hits, pick_engine, query_url
+from gophergem.search.engines import (
+    Engine,
+    SearchHit,
+    gemtext_hits,
+    menu_hits,
+    pick_engine,
+    query_url,
+)
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "SearchOutcome", "search"]
 

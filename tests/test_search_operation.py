@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.searching}: L{search} asking fake engines on an
+Tests for L{gophergem.search.operation}: L{search} asking fake engines on an
 in-memory network (real TLS for Gemini, fake clock), through a real
 fetcher, so the robots.txt gate and the error codes are the fetcher's own.
 """
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from twisted.internet.defer import Deferred
 
 from gophergem.errors import GophergemError
-from gophergem.searching import MAX_LIMIT, SearchOutcome, search
+from gophergem.search.operation import MAX_LIMIT, SearchOutcome, search
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 
 FIRST_IP, SECOND_IP, GOPHER_IP = "192.0.2.31", "192.0.2.32", "192.0.2.33"
