@@ -425,7 +425,7 @@ def test_a_replica_without_its_state_does_not_serve(tmp_path: Path, postgres_url
     assert nobody.returncode == 1, nobody.stderr
     said = [line for line in nobody.stderr.splitlines() if line.startswith("gophergem: ")]
     assert said == [
-        "gophergem: STATE_UNAVAILABLE: PostgreSQL could not be reached within 1 seconds."
+        "gophergem: STATE_UNAVAILABLE: PostgreSQL could not be reached within 1 second."
     ]
     assert "s3cret" not in nobody.stderr + nobody.stdout
     assert "Traceback" not in nobody.stderr
