@@ -248,7 +248,8 @@ def test_interfaces(redis_url: str) -> None:  # noqa: F811
         assert verifyObject(IConcurrencyCap, policy.cap("gemini", 4))
         assert verifyObject(ISlowDownBoard, policy.board("gemini", reactor))
         cache = policy.cache("gemini", reactor, 60, 100)
-        assert cache is not None and verifyObject(IResponseCache, cache)
+        assert isinstance(cache, NearCache) and verifyObject(IResponseCache, cache)
+        assert verifyObject(IResponseCache, cache.shared)
         assert policy.cache("gemini", reactor, 0, 100) is None
         assert await wait(policy.health()) == {"ok": True, "detail": "Redis answers."}
 
