@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -38,6 +39,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, S
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from gophergem._plural import counted
+from gophergem._time import format_utc
 from gophergem._version import __version__
 from gophergem.config import (
     DEFAULT_ENDPOINT,
@@ -1249,8 +1251,9 @@ def _token(config: Config, args: argparse.Namespace) -> int:
 
 
 def _utc(seconds: float) -> str:
+    """A token's creation time: the UTC second it falls in, or the number."""
     try:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+        return format_utc(math.floor(seconds))
     except (OverflowError, OSError, ValueError):  # a hand-edited time out of range
         return f"{seconds:g} (seconds since 1970)"
 

@@ -9,9 +9,6 @@ payloads and the CLI prints them.
 
 from __future__ import annotations
 
-import functools
-from datetime import UTC, datetime
-
 import attrs
 
 from gophergem.errors import GophergemError
@@ -38,7 +35,6 @@ __all__ = [
     "SuccessResult",
     "TextResult",
     "Window",
-    "iso_utc",
 ]
 
 
@@ -65,17 +61,6 @@ class _MaybeIncomplete:
     def incomplete(self) -> bool:
         """Whether what arrived may be only part of the answer."""
         return self.incomplete_reason is not None
-
-
-@functools.lru_cache(maxsize=256)
-def iso_utc(seconds: float) -> str:
-    """
-    Format a POSIX time as ISO-8601 UTC with a C{Z}, to the second.  The
-    last few hundred are remembered: a cached download's time is printed on
-    every hit.
-    """
-    stamp = datetime.fromtimestamp(seconds, UTC).replace(microsecond=0)
-    return stamp.isoformat().replace("+00:00", "Z")
 
 
 @attrs.frozen(kw_only=True)

@@ -76,6 +76,30 @@ def test_list_shows_names_not_hashes(
     assert hash_token(token) not in out
 
 
+@pytest.mark.parametrize(
+    ("created", "shown"),
+    [
+        (1764720000.0, "2025-12-03T00:00:00Z"),
+        # The second a time falls in, even a hair before the next one.
+        (1764720000.9999996, "2025-12-03T00:00:00Z"),
+        (-0.5, "1969-12-31T23:59:59Z"),
+        (1e20, "1e+20 (seconds since 1970)"),
+    ],
+)
+def test_list_shows_created_in_utc(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str], created: float, shown: str
+) -> None:
+    """list writes each creation time as ISO 8601 UTC; a time out of range as seconds."""
+    main(["token", "add", "bob"], env)
+    capsys.readouterr()
+    path = Path(env["GOPHERGEM_AUTH_TOKENS_FILE"])
+    document = json.loads(path.read_text())
+    document["entries"]["bob"]["created"] = created
+    path.write_text(json.dumps(document))
+    assert main(["token", "list"], env) == 0
+    assert capsys.readouterr().out == f"bob  created {shown}\n"
+
+
 def test_remove(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     """remove drops a token (0) and refuses an unknown name (1, one line)."""
     main(["token", "add", "bob"], env)

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gophergem._time import parse_utc
 from gophergem.feeds.dates import (
     EARLIEST_YEAR,
     is_future,
@@ -41,7 +42,7 @@ from gophergem.feeds.parse import (
     resolve_link,
     sniff_xml_feed,
 )
-from gophergem.feeds.store import MAX_ENTRIES_PER_FEED, parse_time
+from gophergem.feeds.store import MAX_ENTRIES_PER_FEED
 from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem, parse_menu
 
 #: 2026-12-03T12:00:00Z: "now" in every test that needs one.
@@ -767,12 +768,12 @@ _ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 def _canonical_or_none(result: str | None) -> None:
     """
     A feed date is None or C{YYYY-MM-DDTHH:MM:SSZ} from 1970 on that reads
-    back as the same moment (what the stores accept, see L{parse_time}).
+    back as the same moment (what the stores accept, see L{parse_utc}).
     """
     if result is None:
         return
     assert _ISO.fullmatch(result), result
-    assert parse_time(result) == result
+    assert parse_utc(result) == result
     assert int(result[:4]) >= EARLIEST_YEAR
 
 

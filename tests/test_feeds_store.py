@@ -32,7 +32,6 @@ from gophergem.feeds.store import (
     MemoryFeedStore,
     StoredEntry,
     Subscription,
-    parse_time,
 )
 from gophergem.interfaces import IFeedStore
 from gophergem.trust import _storage
@@ -401,52 +400,6 @@ class TestFeedStoreContract:
         """The limits leave room for a real reader's subscriptions and archives."""
         assert MAX_SUBSCRIPTIONS >= 500
         assert store_module.MAX_ENTRIES_PER_FEED >= 1000
-
-
-class TestParseTime:
-    """The one reader of times the stores accept."""
-
-    @pytest.mark.parametrize(
-        ("text", "expected"),
-        [
-            ("2026-01-02", "2026-01-02T00:00:00Z"),
-            ("2026-01-02T12:00:00Z", "2026-01-02T12:00:00Z"),
-            ("2026-01-02T12:00", "2026-01-02T12:00:00Z"),
-            ("2026-01-02T01:30:00+02:00", "2026-01-01T23:30:00Z"),
-            ("2026-01-02 12:00:00.999", "2026-01-02T12:00:00Z"),
-            ("0005-01-01", "0005-01-01T00:00:00Z"),
-        ],
-    )
-    def test_vectors(self, text: str, expected: str) -> None:
-        """Dates and times become UTC text to the second."""
-        assert parse_time(text) == expected
-
-    @pytest.mark.parametrize(
-        "text",
-        ["", "2026-02-30", "tomorrow", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59-01:00"],
-    )
-    def test_refused(self, text: str) -> None:
-        """Impossible and out-of-range times are ValueError."""
-        with pytest.raises(ValueError, match="ISO 8601"):
-            parse_time(text)
-
-    @given(st.one_of(st.text(), st.binary(), st.none(), st.integers()))
-    def test_any_input(self, value: Any) -> None:
-        """No input makes parse_time raise anything but ValueError; what it returns reads back."""
-        try:
-            parsed = parse_time(value)
-        except ValueError:
-            return
-        assert parse_time(parsed) == parsed
-
-    @given(st.datetimes(timezones=st.timezones()))
-    def test_any_datetime(self, moment: Any) -> None:
-        """Every ISO 8601 rendering of a time reads (or is refused as out of range)."""
-        try:
-            parsed = parse_time(moment.isoformat())
-        except ValueError:
-            return
-        assert parse_time(parsed) == parsed
 
 
 # -- file store and memory store agree -------------------------------------------------------

@@ -142,7 +142,7 @@ def relative(path: Path) -> str:
 
 @pytest.mark.parametrize(
     "path",
-    modules("wire/*.py", "url.py", "search/engines.py", "policy/addresses.py"),
+    modules("wire/*.py", "url.py", "_time.py", "search/engines.py", "policy/addresses.py"),
     ids=lambda p: p.name,
 )
 def test_pure_modules(path: Path) -> None:
@@ -155,7 +155,13 @@ def test_pure_modules(path: Path) -> None:
             continue  # the policy declares which interface it provides
         # The foundation's wording helpers are pure too (attrs and the standard library).
         assert name.startswith(
-            ("gophergem.wire", "gophergem.url", "gophergem.errors", "gophergem.advice")
+            (
+                "gophergem.wire",
+                "gophergem.url",
+                "gophergem._time",
+                "gophergem.errors",
+                "gophergem.advice",
+            )
         ), f"{path.name} imports {name}"
 
 
@@ -173,9 +179,9 @@ def test_feed_readers_are_pure(path: Path) -> None:
         top = name.split(".")[0]
         if is_stdlib(name) or top in {"attrs", "feedparser", "defusedxml"} or name in readers:
             continue
-        assert name.startswith(("gophergem.wire", "gophergem.url", "gophergem.errors")), (
-            f"{path.name} imports {name}"
-        )
+        assert name.startswith(
+            ("gophergem.wire", "gophergem.url", "gophergem._time", "gophergem.errors")
+        ), f"{path.name} imports {name}"
 
 
 WIRING = ("cli.py", "tap.py", "service.py", "__main__.py")
@@ -228,6 +234,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gophergem.errors",
             "gophergem._plural",
             "gophergem.advice",
+            "gophergem._time",
         ),
     ),
     ("interfaces", ("gophergem.interfaces",)),

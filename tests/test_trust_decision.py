@@ -18,13 +18,13 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gophergem._time import format_utc
 from gophergem.errors import (
     CertificateChanged,
     CertificateExpired,
     CertificateNotYetValid,
     GophergemError,
 )
-from gophergem.results import iso_utc
 from gophergem.testing import EPOCH, make_certificate
 from gophergem.trust import Pin
 from gophergem.trust.decision import (
@@ -142,7 +142,7 @@ def test_new_key_is_certificate_changed(expires: float, expired: bool) -> None:
     assert isinstance(refusal, CertificateChanged)
     assert refusal.code == "CERTIFICATE_CHANGED"
     assert (refusal.pinned_fingerprint, refusal.presented_fingerprint) == (FP_A, FP_B)
-    assert refusal.pinned_expires == iso_utc(expires)
+    assert refusal.pinned_expires == format_utc(expires)
     assert refusal.pinned_expired is expired
     assert refusal.presented is cert
     fields = refusal.fields()

@@ -3,10 +3,10 @@
 Dates of feed entries, read without I/O.
 
 Every date a feed gives is shown the same way: ISO 8601 in UTC to the
-second, C{YYYY-MM-DDTHH:MM:SSZ}.  A day with no time of its own (a gemsub
-link, a phlog item) stands for noon UTC of that day, as the Gemini
-subscription convention says.  A string that is not a real date is no date:
-the readers here answer C{None} rather than raise.
+second, C{YYYY-MM-DDTHH:MM:SSZ}, written by L{gophergem._time}.  A day with
+no time of its own (a gemsub link, a phlog item) stands for noon UTC of that
+day, as the Gemini subscription convention says.  A string that is not a
+real date is no date: the readers here answer C{None} rather than raise.
 
 The dates that can be shown run from L{EARLIEST_YEAR} (1970) to 9999, for
 every kind of feed alike: an older date (an Atom C{0001-01-01}, the zero
@@ -21,6 +21,8 @@ import calendar
 import datetime
 import re
 import time
+
+from gophergem._time import format_datetime
 
 __all__ = [
     "is_future",
@@ -43,6 +45,8 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 _ONE_DAY = datetime.timedelta(days=1)
 
+_NOON = datetime.time(12)
+
 
 def _day(year: str | bytes, month: str | bytes, day: str | bytes) -> datetime.date | None:
     """The date these digits name, or C{None} when there is no such day."""
@@ -54,7 +58,7 @@ def _day(year: str | bytes, month: str | bytes, day: str | bytes) -> datetime.da
 
 
 def _noon(date: datetime.date) -> str:
-    return f"{date.isoformat()}T12:00:00Z"
+    return format_datetime(datetime.datetime.combine(date, _NOON))
 
 
 def parse_date(text: str) -> str | None:
@@ -121,8 +125,4 @@ def iso_from_struct_time(value: object) -> str | None:
         return None
     if moment.year < EARLIEST_YEAR:
         return None
-    # Not strftime: it writes year 999 as "999" on some C libraries.
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
-    )
+    return format_datetime(moment)

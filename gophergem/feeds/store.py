@@ -22,9 +22,9 @@ The rules that make "what's new" useful:
     new; each feed keeps at most L{MAX_ENTRIES_PER_FEED}, dropping the oldest
     read entries first.
 
-Times are ISO 8601 UTC text to the second (C{2026-01-02T12:00:00Z}); the
-caller passes the current time as epoch seconds, so nothing here reads a
-clock.
+Times are ISO 8601 UTC text to the second (C{2026-01-02T12:00:00Z}),
+written and read by L{gophergem._time}; the caller passes the current time
+as epoch seconds, so nothing here reads a clock.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
 import attrs
 from zope.interface import implementer
 
+from gophergem._time import format_utc, parse_utc
 from gophergem.errors import FeedStoreUnavailable, InvalidRequest
 from gophergem.interfaces import IFeedStore
 from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
@@ -52,7 +52,6 @@ __all__ = [
     "StoredEntry",
     "Subscription",
     "parse_since",
-    "parse_time",
 ]
 
 #: The most subscriptions one store holds; one more is refused.
@@ -143,39 +142,14 @@ class Subscription:
 # -- times ------------------------------------------------------------------------------
 
 
-def _format(moment: datetime) -> str:
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
-        f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}Z"
-    )
-
-
-def parse_time(text: str) -> str:
-    """
-    Read an ISO 8601 date or date and time and return it as the stores write
-    times: UTC, to the second (C{2026-01-02T12:00:00Z}).  A time without an
-    offset is taken as UTC; a date alone means its midnight.
-
-    @raise ValueError: When C{text} is not such a date or time (or is not text).
-    """
-    if not isinstance(text, str):
-        raise ValueError("a time must be text")
-    try:
-        moment = datetime.fromisoformat(text)
-        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise ValueError(f"not an ISO 8601 date or time: {text[:40]!r}") from None
-    return _format(moment)
-
-
 def _stamp(now: float) -> str:
-    """The ISO 8601 text of C{now} (epoch seconds)."""
+    """The ISO 8601 text of C{now} (epoch seconds), refusing what is no time."""
     if isinstance(now, bool) or not isinstance(now, int | float):
         raise TypeError("now must be a number of seconds")
     if not math.isfinite(now):
         raise ValueError("now must be finite")
     try:
-        return _format(datetime.fromtimestamp(now, UTC))
+        return format_utc(now)
     except (OverflowError, OSError, ValueError):
         raise ValueError(f"now is out of range: {now!r}") from None
 
@@ -184,7 +158,7 @@ def _is_time(value: object) -> bool:
     if not isinstance(value, str) or _CANONICAL.fullmatch(value) is None:
         return False
     try:
-        return parse_time(value) == value
+        return parse_utc(value) == value
     except ValueError:
         return False
 
@@ -212,7 +186,7 @@ def _found(entries: Iterable[FeedEntry]) -> list[tuple[str, str, str | None]]:
         title = _text(getattr(entry, "title", None), "an entry's title", empty=True)
         published = getattr(entry, "published", None)
         if published is not None:
-            published = parse_time(published)
+            published = parse_utc(published)
         seen.setdefault(url, (url, title, published))
     return list(seen.values())
 
@@ -234,7 +208,7 @@ def parse_since(since: str | None) -> str | None:
     if since is None:
         return None
     try:
-        return parse_time(since)
+        return parse_utc(since)
     except ValueError:
         raise InvalidRequest(
             message="since is not an ISO 8601 date or time.",

@@ -30,6 +30,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from gophergem._plural import counted
+from gophergem._time import format_utc
 from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
 from gophergem.interfaces import IConcurrencyCap, IHostPacer, IPolicyBackend, IResponseCache
 from gophergem.policy.local import LocalPolicy
@@ -41,7 +42,6 @@ from gophergem.results import (
     GeminiRequestInfo,
     RequestInfo,
     Window,
-    iso_utc,
 )
 from gophergem.state import settle
 from gophergem.wire.robots import MAX_ROBOTS_BYTES
@@ -456,7 +456,7 @@ class Steps(Generic[C]):
         """Where a result came from: the cache or the wire, and how old it is."""
         return CacheInfo(
             cached=from_cache,
-            cached_at=iso_utc(fetched_at),
+            cached_at=format_utc(fetched_at),
             cache_age_seconds=max(0, int(self.clock.seconds() - fetched_at)),
         )
 

@@ -38,6 +38,7 @@ from twisted.internet.interfaces import IReactorTime
 
 from gophergem import advice
 from gophergem._plural import counted
+from gophergem._time import format_utc
 from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
 from gophergem.config import GeminiConfig
@@ -93,7 +94,6 @@ from gophergem.results import (
     PartialLineResult,
     RedirectResult,
     SuccessResult,
-    iso_utc,
 )
 from gophergem.state import settle
 from gophergem.tls import GeminiTLSCreator
@@ -591,7 +591,7 @@ class GeminiPipeline:
             lambda: self._round_trip(url, identity, deadline=deadline),
             paced=True,
         )
-        info = attrs.evolve(info, timestamp=iso_utc(self.clock.seconds()), **tls)
+        info = attrs.evolve(info, timestamp=format_utc(self.clock.seconds()), **tls)
         header = response.header
         try:
             if wire.status_class(header.status) != 2:
@@ -816,7 +816,7 @@ class GeminiPipeline:
         a secret answer (never cached) is cut afresh.
         """
         if from_cache:
-            info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at), **download.tls)
+            info = attrs.evolve(info, timestamp=format_utc(download.fetched_at), **download.tls)
         cache = self._steps.cache_info(download.fetched_at, from_cache)
         if info.input_redacted is not None and url.query:
             return self._cut(url, info, download, offset, cache)[0]

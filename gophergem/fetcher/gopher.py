@@ -21,6 +21,7 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 
 from gophergem._plural import counted
+from gophergem._time import format_utc
 from gophergem.client.connect import Connector
 from gophergem.client.gopher import GopherClientProtocol, RawResponse
 from gophergem.config import GopherConfig
@@ -52,7 +53,6 @@ from gophergem.results import (
     MenuResult,
     RequestInfo,
     TextResult,
-    iso_utc,
 )
 from gophergem.url import GopherURL, safe_echo
 from gophergem.wire import gopher as wire
@@ -173,7 +173,7 @@ class GopherPipeline:
             download, from_cache = await self._steps.within_deadline(
                 lambda deadline: self._obtain(url, refresh, deadline)
             )
-            info = attrs.evolve(info, timestamp=iso_utc(download.fetched_at))
+            info = attrs.evolve(info, timestamp=format_utc(download.fetched_at))
             return self._render(download, info, offset, from_cache)
         except GophergemError as error:
             return FetchFailure(request_info=info, error=error)

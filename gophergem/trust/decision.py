@@ -21,6 +21,7 @@ from service_identity.cryptography import (
     verify_certificate_ip_address,
 )
 
+from gophergem._time import format_utc
 from gophergem.errors import (
     CertificateChanged,
     CertificateExpired,
@@ -28,7 +29,6 @@ from gophergem.errors import (
     GophergemError,
 )
 from gophergem.policy.addresses import parse_ip_literal
-from gophergem.results import iso_utc
 from gophergem.trust import Pin
 from gophergem.trust.fingerprints import sha256_fingerprint
 
@@ -178,7 +178,7 @@ def decide(
             pinned=pinned,
             refusal=CertificateNotYetValid(
                 message="The server's certificate is only valid from "
-                f"{iso_utc(presented.not_before)}.",
+                f"{format_utc(presented.not_before)}.",
                 next_step="Check this machine's clock; otherwise the server is misconfigured.",
             ),
         )
@@ -189,11 +189,12 @@ def decide(
                 presented=presented,
                 pinned=pinned,
                 refusal=CertificateExpired(
-                    message=f"The server's certificate expired on {iso_utc(presented.not_after)}.",
+                    message="The server's certificate expired on "
+                    f"{format_utc(presented.not_after)}.",
                     next_step="Tell the user; expired certificates are refused by configuration.",
                 ),
             )
-        warnings.append(f"The certificate expired on {iso_utc(presented.not_after)}.")
+        warnings.append(f"The certificate expired on {format_utc(presented.not_after)}.")
     if not pinning:
         return TrustDecision(
             verdict=Verdict.UNPINNED, presented=presented, pinned=None, warnings=tuple(warnings)
@@ -231,7 +232,7 @@ def decide(
             warnings=tuple(warnings),
         )
     old_expired = 0 < pinned.expires < now
-    until = f"valid until {iso_utc(pinned.expires)}" if pinned.expires > 0 else "expiry unknown"
+    until = f"valid until {format_utc(pinned.expires)}" if pinned.expires > 0 else "expiry unknown"
     return TrustDecision(
         verdict=Verdict.CHANGED,
         presented=presented,
@@ -249,7 +250,7 @@ def decide(
             ),
             pinned_fingerprint=pinned.fingerprint,
             presented_fingerprint=presented.fingerprint,
-            pinned_expires=iso_utc(pinned.expires) if pinned.expires > 0 else None,
+            pinned_expires=format_utc(pinned.expires) if pinned.expires > 0 else None,
             pinned_expired=old_expired,
             presented=presented,
         ),

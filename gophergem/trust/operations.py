@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gophergem import advice
+from gophergem._time import format_utc
 from gophergem.errors import (
     CertificateExists,
     ClientCertsDisabled,
@@ -28,7 +29,6 @@ from gophergem.errors import (
     TofuDisabled,
 )
 from gophergem.interfaces import IIdentityStore, IPinStore
-from gophergem.results import iso_utc
 from gophergem.state import settle
 from gophergem.trust import Identity, Pin
 from gophergem.trust.fingerprints import normalise_fingerprint
@@ -225,9 +225,9 @@ def pin_entry(pin: Pin, now: float) -> dict[str, Any]:
         "host": pin.host,
         "port": pin.port,
         "fingerprint": pin.fingerprint,
-        "first_seen": iso_utc(pin.first_seen),
-        "last_seen": iso_utc(pin.last_seen),
-        "expires": iso_utc(pin.expires) if pin.expires > 0 else None,
+        "first_seen": format_utc(pin.first_seen),
+        "last_seen": format_utc(pin.last_seen),
+        "expires": format_utc(pin.expires) if pin.expires > 0 else None,
         "expired": 0 < pin.expires < now,
     }
 
@@ -252,8 +252,8 @@ def identity_entry(identity: Identity, now: float) -> dict[str, Any]:
         "port": identity.port,
         "path": identity.path,
         "fingerprint": identity.fingerprint,
-        "not_before": iso_utc(identity.not_before),
-        "not_after": iso_utc(identity.not_after),
+        "not_before": format_utc(identity.not_before),
+        "not_after": format_utc(identity.not_after),
         "expired": identity.not_after < now,
     }
 
