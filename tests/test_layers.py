@@ -403,7 +403,7 @@ def test_import_reader() -> None:
     path = PACKAGE / "testing" / "hostile" / "_tls.py"
     found = {(i.target, i.where) for i in imports_in(path)}
     assert ("gophergem.testing", "module") in found
-    assert ("gophergem.testing.hostile._servers", "type") in found
+    assert ("gophergem.testing.hostile._engine", "type") in found
     assert ("OpenSSL", "function") in found
 
 
