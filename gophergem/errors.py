@@ -11,12 +11,9 @@ C{meta} so that it can never be mistaken for our advice.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import attrs
-
-if TYPE_CHECKING:
-    from gophergem.trust.decision import PresentedCertificate
 
 __all__ = [
     "BlockedByRobots",
@@ -221,8 +218,10 @@ class CertificateChanged(GophergemError):
     presented_fingerprint: str | None = None
     pinned_expires: str | None = None
     pinned_expired: bool | None = None
-    #: The certificate presented, for re-pinning on the user's word.
-    presented: PresentedCertificate | None = attrs.field(default=None, eq=False, repr=False)
+    #: The certificate presented, for re-pinning on the user's word: the
+    #: trust decision's C{PresentedCertificate}, typed C{object} here since
+    #: this module imports nothing else from gophergem (its reader checks).
+    presented: object | None = attrs.field(default=None, eq=False, repr=False)
 
     def fields(self) -> dict[str, Any]:
         out = super().fields()

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from twisted.internet.interfaces import IReactorTime
 
-    from gophergem.feeds.store import FeedEntry, StoredEntry, Subscription
+    from gophergem.feeds.values import FeedEntry, StoredEntry, Subscription
     from gophergem.policy.addresses import IPAddress
     from gophergem.policy.robots import RobotsFetch
     from gophergem.results import FetchResult, GeminiResult

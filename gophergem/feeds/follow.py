@@ -55,7 +55,8 @@ from gophergem.errors import (
     NotSubscribed,
 )
 from gophergem.feeds.parse import Feed, canonical_url, detect_feed
-from gophergem.feeds.store import StoredEntry, Subscription, parse_since
+from gophergem.feeds.store import parse_since
+from gophergem.feeds.values import StoredEntry, Subscription
 from gophergem.fetcher._pipeline import Offload, run_inline
 from gophergem.interfaces import IFeedStore, IFetcher
 from gophergem.results import (

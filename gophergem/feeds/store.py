@@ -11,6 +11,8 @@ gophergem processes can share it and a crash never tears it.
 L{MemoryFeedStore} keeps the same document in a dictionary, for tests and
 library users; both run the same operations on it, so they answer alike
 (C{tests/test_feeds_store.py} runs one contract test against both).
+The values they answer with live in L{gophergem.feeds.values} (this module
+re-exports them).
 
 The rules that make "what's new" useful:
 
@@ -33,13 +35,14 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 from zope.interface import implementer
 
 from gophergem._time import format_utc, parse_utc
 from gophergem.errors import FeedStoreUnavailable, InvalidRequest
+from gophergem.feeds.values import FeedEntry, StoredEntry, Subscription
 from gophergem.interfaces import IFeedStore
 from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
 
@@ -74,69 +77,6 @@ _T = TypeVar("_T")
 #    "entries": {entry URL: {"title": str, "published": time | None,
 #                            "first_seen": time, "read": bool}}}
 _Document = dict[str, Any]
-
-
-class FeedEntry(Protocol):
-    """
-    What the stores need of an entry a check found: the parser's
-    C{gophergem.feeds.parse.Entry} is one, and so is L{StoredEntry}.
-    """
-
-    @property
-    def url(self) -> str:
-        """The entry's URL, which identifies it within its feed."""
-
-    @property
-    def title(self) -> str:
-        """Its display title."""
-
-    @property
-    def published(self) -> str | None:
-        """When it was published (ISO 8601), if the feed says."""
-
-
-@attrs.frozen
-class StoredEntry:
-    """
-    One entry of a feed, as remembered.
-
-    @ivar url: The entry's URL.
-    @ivar title: Its title when last seen.
-    @ivar published: When it was published (ISO 8601 UTC), or C{None}.
-    @ivar first_seen: When this store first recorded it (ISO 8601 UTC).
-    @ivar read: Whether it has been reported (or was part of the baseline).
-    """
-
-    url: str
-    title: str
-    published: str | None
-    first_seen: str
-    read: bool
-
-
-@attrs.frozen
-class Subscription:
-    """
-    One followed URL.
-
-    @ivar url: The URL as the caller gave it (canonicalising it is theirs).
-    @ivar title: The feed's title, if known.
-    @ivar feed_type: What the feed was detected to be (C{gemsub}, C{atom}, ...).
-    @ivar added: When it was subscribed (ISO 8601 UTC).
-    @ivar last_checked: When it was last checked, or C{None}.
-    @ivar last_error: The error code of the last check, C{None} after a good one.
-    @ivar entries_known: How many entries are remembered.
-    @ivar unread: How many of them are unread.
-    """
-
-    url: str
-    title: str | None
-    feed_type: str
-    added: str
-    last_checked: str | None
-    last_error: str | None
-    entries_known: int
-    unread: int
 
 
 # -- times ------------------------------------------------------------------------------

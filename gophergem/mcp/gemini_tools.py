@@ -58,6 +58,7 @@ from gophergem.mcp._tools import (
     wait_for,
 )
 from gophergem.results import FetchFailure, InputResult
+from gophergem.trust.decision import PresentedCertificate
 
 __all__ = [
     "GEMINI_BATCH_FETCH",
@@ -168,7 +169,7 @@ async def gemini_fetch(
         answer = await _consent(ctx, result)
         if isinstance(answer, InputRequiredResult):
             return answer
-        if answer is True and error.presented is not None:
+        if answer is True and isinstance(error.presented, PresentedCertificate):
             info = result.request_info
             # A certificate was presented, so the fetch got as far as a host and port.
             assert info.host is not None and info.port is not None

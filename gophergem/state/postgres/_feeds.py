@@ -22,9 +22,6 @@ from twisted.internet.defer import Deferred, fail
 from zope.interface import implementer
 
 from gophergem.feeds.store import (
-    FeedEntry,
-    StoredEntry,
-    Subscription,
     _found,
     _optional_text,
     _pairs,
@@ -36,6 +33,7 @@ from gophergem.feeds.store import (
     _when,
     parse_since,
 )
+from gophergem.feeds.values import FeedEntry, StoredEntry, Subscription
 from gophergem.interfaces import IFeedStore
 
 if TYPE_CHECKING:

@@ -7,8 +7,9 @@ cut, hold), plus the content several behaviours share.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import attrs
@@ -16,14 +17,12 @@ from twisted.internet.interfaces import (
     IDelayedCall,
     IOpenSSLServerConnectionCreator,
     IPushProducer,
+    IReactorTime,
 )
 from twisted.internet.protocol import Protocol
 from twisted.protocols.tls import TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
-
-if TYPE_CHECKING:
-    from gophergem.testing.hostile._servers import HostileGeminiServer, HostileGopherServer
 
 #: Seconds between two bytes of a trickling server.
 TRICKLE_INTERVAL = 1.0
@@ -96,6 +95,28 @@ class _Flood:
         self._call = None
 
 
+class HostileServer(typing.Protocol):
+    """
+    What a connection needs of its server: the behaviour, the clock and the
+    counters it keeps.  C{HostileGopherServer} and C{HostileGeminiServer}
+    are ones (named here by their shape: their module imports this one).
+    """
+
+    behaviour: Behaviour
+    clock: IReactorTime
+    flood_limit: int
+    requests: list[bytes]
+    connections: int
+    open: int
+    bytes_sent: int
+
+
+class NamedServer(HostileServer, typing.Protocol):
+    """A L{HostileServer} with a host name to make certificates for (a Gemini one)."""
+
+    hostname: str
+
+
 class HostileExchange(Protocol):
     """
     One connection to a hostile server: reads one request, then lets the
@@ -108,9 +129,9 @@ class HostileExchange(Protocol):
     @ivar clock: Where timed calls are scheduled (the server's clock).
     """
 
-    server: HostileGopherServer | HostileGeminiServer
+    server: HostileServer
 
-    def __init__(self, server: HostileGopherServer | HostileGeminiServer) -> None:
+    def __init__(self, server: HostileServer) -> None:
         self.server = server
         self.clock = server.clock
         self._buffer = b""
@@ -267,7 +288,7 @@ class Behaviour:
     protocol: ProtocolName
     summary: str
     respond: Respond
-    tls: Callable[[HostileGeminiServer], IOpenSSLServerConnectionCreator] | None = None
+    tls: Callable[[NamedServer], IOpenSSLServerConnectionCreator] | None = None
     raw: bool = False
 
 

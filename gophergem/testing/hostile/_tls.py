@@ -17,7 +17,7 @@ from zope.interface import implementer
 from gophergem.testing import make_certificate
 
 if TYPE_CHECKING:
-    from gophergem.testing.hostile._servers import HostileGeminiServer
+    from gophergem.testing.hostile._engine import NamedServer
     from gophergem.tls import _OpenSSLPrivateKey
 
 
@@ -72,10 +72,10 @@ class HostileTLS:
 
 def cert(
     *, name: str | None = None, start: float | None = None, end: float | None = None
-) -> Callable[[HostileGeminiServer], HostileTLS]:
+) -> Callable[[NamedServer], HostileTLS]:
     """TLS presenting a certificate for C{name}, valid from now+C{start} to now+C{end}."""
 
-    def build(server: HostileGeminiServer) -> HostileTLS:
+    def build(server: NamedServer) -> HostileTLS:
         def pair() -> tuple[bytes, bytes]:
             now = server.clock.seconds()
             return make_certificate(
@@ -90,14 +90,14 @@ def cert(
     return build
 
 
-def rotating_cert(server: HostileGeminiServer) -> HostileTLS:
+def rotating_cert(server: NamedServer) -> HostileTLS:
     """TLS presenting a new certificate, with a new key, on every connection."""
     return HostileTLS(
         lambda: make_certificate(server.hostname, now=server.clock.seconds()), rotate=True
     )
 
 
-def old_tls_only(server: HostileGeminiServer) -> HostileTLS:
+def old_tls_only(server: NamedServer) -> HostileTLS:
     """TLS offering nothing newer than TLS 1.1."""
     from OpenSSL import SSL
 
