@@ -141,6 +141,30 @@ def payload(result: Any) -> dict[str, Any]:
     return result.structured_content  # type: ignore[no-any-return]
 
 
+def _gemini_daemon_on(tmp_path: Path, database: str, **settings: str) -> tuple[str, dict[str, str]]:
+    """
+    Alice's token and the environment of a daemon on C{database} (upgraded
+    to the current schema) that fetches from loopback Gemini capsules at
+    once: no robots.txt, no pacing; C{settings} add to it.
+    """
+    tokens = tmp_path / "tokens.json"
+    alice = add_token(tokens, "alice")
+    (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
+    env = daemon_env(
+        tmp_path,
+        GOPHERGEM_DATABASE_URL=database,
+        GOPHERGEM_DATABASE_KEY_FILE=str(tmp_path / "db.key"),
+        GOPHERGEM_AUTH_TOKENS_FILE=str(tokens),
+        GEMINI_ALLOW_LOCAL_HOSTS="true",
+        GEMINI_RESPECT_ROBOTS_TXT="false",
+        GEMINI_REQUESTS_PER_MINUTE="0",
+        **settings,
+    )
+    upgrade = _run([sys.executable, "-m", "gophergem", "db", "upgrade"], env)
+    assert upgrade.returncode == 0, upgrade.stderr
+    return alice, env
+
+
 def test_two_replicas_share_one_state(
     tmp_path: Path, postgres_url: str, gemini_certs: GeminiCerts
 ) -> None:
@@ -519,21 +543,7 @@ def test_postgresql_outage_is_a_clear_error_and_heals(
 
     try:
         database = fresh_database(server, "gophergem_outage")
-        tokens = tmp_path / "tokens.json"
-        alice = add_token(tokens, "alice")
-        (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
-        env = daemon_env(
-            tmp_path,
-            GOPHERGEM_DATABASE_URL=database,
-            GOPHERGEM_DATABASE_KEY_FILE=str(tmp_path / "db.key"),
-            GOPHERGEM_AUTH_TOKENS_FILE=str(tokens),
-            GOPHERGEM_STATE_TIMEOUT_SECONDS="1",
-            GEMINI_ALLOW_LOCAL_HOSTS="true",
-            GEMINI_RESPECT_ROBOTS_TXT="false",
-            GEMINI_REQUESTS_PER_MINUTE="0",
-        )
-        upgrade = _run([sys.executable, "-m", "gophergem", "db", "upgrade"], env)
-        assert upgrade.returncode == 0, upgrade.stderr
+        alice, env = _gemini_daemon_on(tmp_path, database, GOPHERGEM_STATE_TIMEOUT_SECONDS="1")
         capsule = Capsule(unused_loopback_port(), gemini_certs.original)
         try:
             with running(serve_argv, env) as daemon:
@@ -655,22 +665,12 @@ def test_a_postgresql_crash_under_load_is_bounded_and_heals(
         with psycopg.connect(server, autocommit=True) as admin:
             # Durable commits, as in production (the test server's default is off).
             admin.execute("ALTER DATABASE gophergem_crash SET synchronous_commit = on")
-        tokens = tmp_path / "tokens.json"
-        alice = add_token(tokens, "alice")
-        (tmp_path / "db.key").write_text(os.urandom(32).hex() + "\n")
-        env = daemon_env(
+        alice, env = _gemini_daemon_on(
             tmp_path,
-            GOPHERGEM_DATABASE_URL=database,
-            GOPHERGEM_DATABASE_KEY_FILE=str(tmp_path / "db.key"),
-            GOPHERGEM_AUTH_TOKENS_FILE=str(tokens),
+            database,
             GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS="0",
-            GEMINI_ALLOW_LOCAL_HOSTS="true",
-            GEMINI_RESPECT_ROBOTS_TXT="false",
-            GEMINI_REQUESTS_PER_MINUTE="0",
             GEMINI_TIMEOUT_SECONDS="20",
         )
-        upgrade = _run([sys.executable, "-m", "gophergem", "db", "upgrade"], env)
-        assert upgrade.returncode == 0, upgrade.stderr
         capsule = Capsule(unused_loopback_port(), gemini_certs.original)
         try:
             with running(serve_argv, env) as daemon:
