@@ -685,35 +685,26 @@ def test_twistd_bad_option_is_one_line(argv: list[str], tmp_path: Path) -> None:
     assert result.stderr.startswith("twistd gophergem: ")
 
 
-def test_port_in_use_is_one_line(tmp_path: Path) -> None:
-    """twistd and the .tac, given a port already in use, print one line and exit with 2."""
+def _twistd_on_a_port_in_use(
+    tmp_path: Path, options: list[str]
+) -> tuple[str, list[subprocess.CompletedProcess[str]]]:
+    """
+    Run twistd gophergem and the .tac, with twistd C{options}, on a port
+    something else listens on; the endpoint and what each run gave.
+    """
     import socket
 
     with socket.socket() as taken:
         taken.bind((LOOPBACK, 0))
         taken.listen(1)
         endpoint = f"tcp:{taken.getsockname()[1]}:interface={LOOPBACK}"
+        tac = str(REPO_ROOT / "tac" / "gophergem.tac")
         runs = [
-            (
-                [
-                    *TWISTD,
-                    "-n",
-                    "--pidfile=",
-                    "gophergem",
-                    "--transport",
-                    "http",
-                    "--endpoint",
-                    endpoint,
-                ],
-                {},
-            ),
-            (
-                [*TWISTD, "-ny", str(REPO_ROOT / "tac" / "gophergem.tac"), "--pidfile="],
-                {"GOPHERGEM_ENDPOINT": endpoint},
-            ),
+            ([*TWISTD, *options, "gophergem", "--transport", "http", "--endpoint", endpoint], {}),
+            ([*TWISTD, *options, "-y", tac], {"GOPHERGEM_ENDPOINT": endpoint}),
         ]
-        for argv, extra in runs:
-            result = subprocess.run(
+        return endpoint, [
+            subprocess.run(
                 argv,
                 env=daemon_env(tmp_path, **extra),
                 cwd=str(tmp_path),
@@ -721,11 +712,19 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
                 text=True,
                 timeout=START_DEADLINE,
             )
-            assert result.returncode == 2, result
-            assert "Traceback" not in result.stdout + result.stderr
-            assert f"gophergem: cannot listen on {endpoint}: Address already in use\n" in (
-                result.stderr
-            )
+            for argv, extra in runs
+        ]
+
+
+def test_port_in_use_is_one_line(tmp_path: Path) -> None:
+    """twistd and the .tac, given a port already in use, print one line and exit with 2."""
+    endpoint, results = _twistd_on_a_port_in_use(tmp_path, ["-n", "--pidfile="])
+    for result in results:
+        assert result.returncode == 2, result
+        assert "Traceback" not in result.stdout + result.stderr
+        assert f"gophergem: cannot listen on {endpoint}: Address already in use\n" in (
+            result.stderr
+        )
 
 
 def test_daemonized_port_in_use_is_one_readable_line(tmp_path: Path) -> None:
@@ -734,46 +733,15 @@ def test_daemonized_port_in_use_is_one_readable_line(tmp_path: Path) -> None:
     so in one readable line from the process started (not twistd's bytes
     literal cut at 100 bytes) and exit with 2; no daemon is left behind.
     """
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind((LOOPBACK, 0))
-        taken.listen(1)
-        endpoint = f"tcp:{taken.getsockname()[1]}:interface={LOOPBACK}"
-        daemon_options = [f"--pidfile={tmp_path / 'x.pid'}", f"--logfile={tmp_path / 'x.log'}"]
-        runs = [
-            (
-                [
-                    *TWISTD,
-                    *daemon_options,
-                    "gophergem",
-                    "--transport",
-                    "http",
-                    "--endpoint",
-                    endpoint,
-                ],
-                {},
-            ),
-            (
-                [*TWISTD, *daemon_options, "-y", str(REPO_ROOT / "tac" / "gophergem.tac")],
-                {"GOPHERGEM_ENDPOINT": endpoint},
-            ),
-        ]
-        for argv, extra in runs:
-            result = subprocess.run(
-                argv,
-                env=daemon_env(tmp_path, **extra),
-                cwd=str(tmp_path),
-                capture_output=True,
-                text=True,
-                timeout=START_DEADLINE,
-            )
-            assert result.returncode == 2, result
-            assert result.stdout == ""
-            assert result.stderr == (
-                f"gophergem: cannot listen on {endpoint}: Address already in use\n"
-            )
-            assert not (tmp_path / "x.pid").exists()
+    daemon_options = [f"--pidfile={tmp_path / 'x.pid'}", f"--logfile={tmp_path / 'x.log'}"]
+    endpoint, results = _twistd_on_a_port_in_use(tmp_path, daemon_options)
+    for result in results:
+        assert result.returncode == 2, result
+        assert result.stdout == ""
+        assert result.stderr == (
+            f"gophergem: cannot listen on {endpoint}: Address already in use\n"
+        )
+        assert not (tmp_path / "x.pid").exists()
 
 
 def test_tac_unwritable_log_file_is_one_line(tmp_path: Path) -> None:
