@@ -13,8 +13,9 @@ gophergem} stays cheap.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gophergem._lazy import lazy_names
 
 if TYPE_CHECKING:
     from gophergem._version import __version__
@@ -74,14 +75,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gophergem' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, __all__)

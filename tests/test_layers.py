@@ -231,6 +231,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "foundation",
         (
             "gophergem._version",
+            "gophergem._lazy",
             "gophergem._log",
             "gophergem.errors",
             "gophergem._plural",
