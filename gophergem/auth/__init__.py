@@ -7,5 +7,7 @@ free of MCP (the SDK-facing verifier is L{gophergem.mcp.auth}).
     token per principal) and the C{gophergem token} operations;
   - L{gophergem.auth.jwt}: JWT access tokens checked against an issuer's keys;
   - L{gophergem.auth.introspection}: opaque tokens checked at an RFC 7662
-    endpoint.
+    endpoint;
+  - L{gophergem.auth.idp}: what those two share (the verified token, the
+    unreachable-provider error, one bounded exchange with the provider).
 """

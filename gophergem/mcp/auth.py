@@ -59,7 +59,7 @@ from twisted.logger import Logger
 from twisted.web import server
 from twisted.web.resource import IResource, Resource
 
-from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken
+from gophergem.auth.idp import IdentityProviderUnavailable, VerifiedToken
 from gophergem.auth.tokens import TokenFile
 from gophergem.mcp.discovery import Directory
 from gophergem.mcp.web import ASGIApp, foreign_request, refuse
