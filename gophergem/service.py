@@ -619,7 +619,8 @@ def build_site(
     auth = server.settings.auth
     guard = principal = None
     if token_verifier is not None:
-        from gophergem.mcp.auth import principal_of, require_token
+        from gophergem.auth.principals import principal_of
+        from gophergem.mcp.auth import require_token
 
         if auth is None:
             raise ValueError("a token verifier needs a server built with auth settings")
@@ -765,9 +766,9 @@ class _HTTPParts:
         """
         from twisted.internet import endpoints
 
+        from gophergem.auth.principals import Principals
         from gophergem.feeds.follow import Follower
         from gophergem.mcp.feed_tools import UPDATES_URI
-        from gophergem.mcp.principals import Principals
         from gophergem.mcp.server import build_server
         from gophergem.mcp.web import LifespanService
 

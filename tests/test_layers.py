@@ -267,8 +267,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("client", ("gophergem.client",)),
     ("fetcher", ("gophergem.fetcher",)),
     # What the library offers on top of any IFetcher: following pages, searching
-    # (the search package offers its engines and its operation alike).
-    ("capsules", ("gophergem.feeds.follow", "gophergem.search")),
+    # (the search package offers its engines and its operation alike), and each
+    # authenticated caller's view of the fetcher and follower (auth.principals).
+    ("capsules", ("gophergem.feeds.follow", "gophergem.search", "gophergem.auth.principals")),
     ("mcp", ("gophergem.mcp",)),
     (
         "wiring",

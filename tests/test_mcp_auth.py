@@ -297,11 +297,11 @@ def test_access_log_has_no_token(tokens_path: Path) -> None:
 # --- identity providers: JWT, introspection, the combination -----------------------------------
 
 from gophergem.auth.jwt import JWTVerifier  # noqa: E402
+from gophergem.auth.principals import principal_of  # noqa: E402
 from gophergem.mcp.auth import (  # noqa: E402
     CombinedVerifier,
     ProviderVerifier,
     looks_like_jwt,
-    principal_of,
     verifier_from_config,
 )
 from tests.idp_helpers import (  # noqa: E402

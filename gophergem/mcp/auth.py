@@ -19,7 +19,8 @@ with the C{WWW-Authenticate} challenge, and this module supplies the rest:
     token file, JWTs and introspection together (L{verifier_from_config});
   - L{BearerGuardResource}: the same bearer check in front of a
     C{twisted.web} resource (the discovery drill-down);
-  - L{principal_of}: the principal an access token stands for.
+  - the principal an access token stands for is
+    L{gophergem.auth.principals.principal_of}'s.
 
 When several ways are configured, a token is tried against the token file
 first (a local lookup), then, when it has the shape of a JWT and an issuer
@@ -41,7 +42,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url
@@ -76,11 +77,9 @@ __all__ = [
     "ProviderVerifier",
     "TokenFileVerifier",
     "auth_settings",
-    "current_principal",
     "looks_like_jwt",
     "metadata_path",
     "mount_metadata",
-    "principal_of",
     "require_token",
     "unavailable_body",
     "verifier_from_config",
@@ -152,7 +151,7 @@ class ProviderVerifier:
     (L{gophergem.auth.jwt.JWTVerifier},
     L{gophergem.auth.introspection.IntrospectionVerifier}): a token it
     vouches for is an access token for C{resource}, whose claims carry the
-    issuer (C{iss}) so that L{principal_of} and the SDK's own principal
+    issuer (C{iss}) so that L{gophergem.auth.principals.principal_of} and the SDK's own principal
     checks see it.
 
     @ivar checker: The provider's verifier.
@@ -258,24 +257,6 @@ class CombinedVerifier:
         """Read the token file again now, if there is one (the daemon's C{SIGHUP})."""
         if self.token_file is not None:
             self.token_file.reload()
-
-
-def principal_of(access_token: AccessToken) -> str:
-    """
-    The principal C{access_token} stands for, the same on every replica:
-    C{token:<name>} for the token file, C{<iss>#<sub>} for a provider's
-    token (C{<iss>#<client_id>} when it has no subject).
-    """
-    issuer = (access_token.claims or {}).get("iss")
-    if issuer:
-        return f"{issuer}#{access_token.subject or access_token.client_id}"
-    return f"token:{access_token.client_id}"
-
-
-def current_principal() -> str | None:
-    """The principal of the request being served, or C{None} (stdio, no authentication)."""
-    access = get_access_token()
-    return principal_of(access) if access is not None else None
 
 
 def auth_settings(
