@@ -312,7 +312,7 @@ def test_leeway_holds_through_the_http_checks() -> None:
     from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
     from starlette.requests import HTTPConnection
 
-    from tests.test_mcp_auth import bearer, exchange, idp_site, provider, request_bytes
+    from tests.test_http_guard import bearer, exchange, idp_site, provider, request_bytes
 
     now = int(time.time())
     recent, old = mint(exp=now - 10), mint(exp=now - 60)

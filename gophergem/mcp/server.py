@@ -340,7 +340,7 @@ def build_server(
     asked for on a one-time page where the client supports URL-mode
     elicitation; with a C{token_verifier} and its C{auth} settings (both or
     neither), its HTTP endpoint needs a bearer token (see
-    L{gophergem.mcp.auth}; stdio is unaffected).  With C{request_state_keys}
+    L{gophergem.http.guard}; stdio is unaffected).  With C{request_state_keys}
     (the replicas' shared ring, see L{gophergem.state.keys}), the 2026-07-28
     request state one replica seals another can open; without, a key made
     for this process.  With C{principals}, every authenticated caller gets
