@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import capturedLogs, formatEvent
 from twisted.python.failure import Failure
@@ -133,6 +133,24 @@ def test_provider_unavailable_fails() -> None:
     agent.down = True
     with pytest.raises(IdentityProviderUnavailable):
         result_of(provider(agent).access(mint()))
+
+
+class Waiting:
+    """A provider's verifier that has not answered yet."""
+
+    def verify(self, token: str) -> Deferred[Any]:
+        return Deferred()
+
+
+def test_provider_cancelled_is_not_a_refusal() -> None:
+    """A check cancelled (the request went away) fails as cancelled and logs nothing."""
+    verifier = ProviderVerifier(Waiting(), AUDIENCE)
+    with capturedLogs() as events:
+        d = verifier.access(mint())
+        d.cancel()
+        with pytest.raises(CancelledError):
+            result_of(d)
+    assert events == []
 
 
 def test_looks_like_jwt() -> None:

@@ -18,7 +18,7 @@ against the issuer's keys (which decide: a JWT refused there is not sent to
 introspection), else against the introspection endpoint.  An identity
 provider that cannot be reached fails the Deferred with
 L{IdentityProviderUnavailable} (the endpoint answers 503, never 401 or
-500); nothing else does.
+500); nothing else does, but a cancelled check.
 
 This module knows neither MCP nor C{twisted.web}'s server: the SDK's
 C{TokenVerifier} over these is L{gophergem.http.guard.BearerVerifier}.
@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
-from twisted.internet.defer import Deferred, ensureDeferred, maybeDeferred, succeed
+from twisted.internet.defer import CancelledError, Deferred, ensureDeferred, maybeDeferred, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -171,7 +171,8 @@ class ProviderVerifier:
             )
 
         def failed(failure: Failure) -> Failure | None:
-            if failure.check(IdentityProviderUnavailable):
+            # A cancelled check (the request went away) is no refusal to log.
+            if failure.check(IdentityProviderUnavailable, CancelledError):
                 return failure
             _refused(failure)  # never a 500 for a bad token
             return None
