@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from mcp.server.transport_security import TransportSecuritySettings
 
     from gophergem.feeds.follow import Follower
-    from gophergem.mcp.auth import CombinedVerifier, TokenFileVerifier
+    from gophergem.http.guard import BearerVerifier
     from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
@@ -562,7 +562,7 @@ class TokenReloadService(Service):
     @ivar verifier: The HTTP endpoint's token verifier.
     """
 
-    def __init__(self, verifier: TokenFileVerifier | CombinedVerifier, reactor: Any) -> None:
+    def __init__(self, verifier: BearerVerifier, reactor: Any) -> None:
         self.verifier = verifier
         self.reactor = reactor
         self._previous: Any = None
@@ -591,7 +591,7 @@ def build_site(
     *,
     security: TransportSecuritySettings | None = None,
     secret_pages: Any = None,
-    token_verifier: TokenFileVerifier | CombinedVerifier | None = None,
+    token_verifier: BearerVerifier | None = None,
     health_checks: Callable[[], Deferred[list[str]]] | None = None,
 ) -> tuple[BoundedSite, ASGIResource]:
     """
@@ -619,7 +619,8 @@ def build_site(
     auth = server.settings.auth
     guard = principal = None
     if token_verifier is not None:
-        from gophergem.mcp.auth import principal_of, require_token
+        from gophergem.auth.principals import principal_of
+        from gophergem.http.guard import require_token
 
         if auth is None:
             raise ValueError("a token verifier needs a server built with auth settings")
@@ -647,7 +648,7 @@ def build_site(
         root.putChild(INPUT_PATH.encode(), secret_pages.resource)
     discovery_guard = None
     if token_verifier is not None and auth is not None:
-        from gophergem.mcp.auth import BearerGuardResource
+        from gophergem.http.guard import BearerGuardResource
 
         checker, settings = token_verifier, auth
 
@@ -664,7 +665,7 @@ def build_site(
         health_checks=health_checks,
     )
     if token_verifier is not None and auth is not None:
-        from gophergem.mcp.auth import mount_metadata
+        from gophergem.http.guard import mount_metadata
 
         mount_metadata(root, auth, security)
     site = BoundedSite(
@@ -765,9 +766,9 @@ class _HTTPParts:
         """
         from twisted.internet import endpoints
 
+        from gophergem.auth.principals import Principals
         from gophergem.feeds.follow import Follower
         from gophergem.mcp.feed_tools import UPDATES_URI
-        from gophergem.mcp.principals import Principals
         from gophergem.mcp.server import build_server
         from gophergem.mcp.web import LifespanService
 
@@ -803,10 +804,12 @@ class _HTTPParts:
             or config.auth_issuer is not None
             or config.auth_introspection_url is not None
         ):
-            from gophergem.mcp.auth import auth_settings, verifier_from_config
+            from gophergem.auth.verifiers import verifier_from_config
+            from gophergem.http.guard import BearerVerifier, auth_settings
 
             resource_url = public_url(endpoint, config)
-            verifier = verifier_from_config(config, reactor, resource_url)
+            combined = verifier_from_config(config, reactor, resource_url)
+            verifier = BearerVerifier(combined) if combined is not None else None
             auth = auth_settings(
                 resource_url,
                 issuer=config.auth_issuer,

@@ -17,7 +17,7 @@ from twisted.internet.task import Clock
 from twisted.logger import capturedLogs, formatEvent
 from twisted.trial.unittest import SynchronousTestCase
 
-from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken
+from gophergem.auth.idp import IdentityProviderUnavailable, VerifiedToken
 from gophergem.auth.introspection import CACHE_SECONDS, IntrospectionVerifier, read_secret
 from tests.idp_helpers import AUDIENCE, ISSUER, FakeAgent
 

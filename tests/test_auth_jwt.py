@@ -1,7 +1,7 @@
 """
 Tests for L{gophergem.auth.jwt}: JWT access tokens checked against the
 issuer's keys, fetched through a fake C{IAgent} on a fake clock (and for
-L{gophergem.auth._idp}, the bounded exchange they share).
+L{gophergem.auth.idp}, the bounded exchange they share).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from twisted.internet.task import Clock
 from twisted.logger import capturedLogs, formatEvent
 from twisted.trial.unittest import SynchronousTestCase
 
-from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken, scopes_of
+from gophergem.auth.idp import IdentityProviderUnavailable, VerifiedToken, scopes_of
 from gophergem.auth.jwt import LEEWAY, REFRESH_INTERVAL, JWTVerifier, metadata_urls
 from tests.idp_helpers import (
     AUDIENCE,
@@ -312,7 +312,7 @@ def test_leeway_holds_through_the_http_checks() -> None:
     from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
     from starlette.requests import HTTPConnection
 
-    from tests.test_mcp_auth import bearer, exchange, idp_site, provider, request_bytes
+    from tests.test_http_guard import bearer, exchange, idp_site, provider, request_bytes
 
     now = int(time.time())
     recent, old = mint(exp=now - 10), mint(exp=now - 60)

@@ -33,7 +33,7 @@ from zope.interface import implementedBy, providedBy
 from zope.interface.verify import verifyObject
 
 import gophergem
-from gophergem.auth._idp import _BytesProducer
+from gophergem.auth.idp import _BytesProducer
 from gophergem.client.connect import Connector, ReactorResolver, _Collector, _VettedEndpoint
 from gophergem.client.gemini import GeminiClientProtocol
 from gophergem.feeds.store import FileFeedStore, MemoryFeedStore

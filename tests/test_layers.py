@@ -190,14 +190,15 @@ WIRING = ("cli.py", "tap.py", "service.py", "__main__.py")
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in modules("**/*.py") if "mcp" not in p.parts],
+    [p for p in modules("**/*.py") if "mcp" not in p.parts and "http" not in p.parts],
     ids=lambda p: str(p.relative_to(PACKAGE)),
 )
 def test_only_mcp_imports_the_sdk(path: Path) -> None:
     """
-    Only the mcp package imports the MCP SDK, anyio or pydantic, even lazily;
-    asyncio only there, in the wiring (which installs the asyncio reactor) and
-    in the shared-state backends under gophergem/state/ (asyncio drivers).
+    Only the mcp package, and the http package that serves it, import the
+    MCP SDK, anyio or pydantic, even lazily; asyncio only there, in the
+    wiring (which installs the asyncio reactor) and in the shared-state
+    backends under gophergem/state/ (asyncio drivers).
     """
     for found in runtime_imports(path):
         assert not found.target.startswith(("mcp", "anyio", "pydantic")), (
@@ -210,6 +211,27 @@ def test_only_mcp_imports_the_sdk(path: Path) -> None:
         assert not found.target.startswith("asyncio"), (
             f"{relative(path)}:{found.line} imports {found.target}"
         )
+
+
+#: What auth/ may use of twisted.web: the HTTP client it asks identity providers with.
+WEB_CLIENT = ("twisted.web.client", "twisted.web.iweb", "twisted.web.http_headers")
+
+
+@pytest.mark.parametrize("path", modules("auth/*.py"), ids=lambda p: p.name)
+def test_auth_knows_neither_mcp_nor_the_web_server(path: Path) -> None:
+    """
+    auth/ (tokens, verifiers, principals) imports neither the SDK nor
+    gophergem.mcp nor gophergem.http, not even for types, and of twisted.web
+    only the client side: the SDK's verifier and the bearer guard build on it
+    from gophergem/http/.
+    """
+    for found in imports_in(path):
+        target = found.target
+        assert not target.startswith(("mcp", "gophergem.mcp", "gophergem.http")), (
+            f"{relative(path)}:{found.line} imports {target}"
+        )
+        if target == "twisted.web" or target.startswith("twisted.web."):
+            assert target.startswith(WEB_CLIENT), f"{relative(path)}:{found.line} imports {target}"
 
 
 @pytest.mark.parametrize("path", modules("**/*.py"), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -267,9 +289,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("client", ("gophergem.client",)),
     ("fetcher", ("gophergem.fetcher",)),
     # What the library offers on top of any IFetcher: following pages, searching
-    # (the search package offers its engines and its operation alike).
-    ("capsules", ("gophergem.feeds.follow", "gophergem.search")),
+    # (the search package offers its engines and its operation alike), and each
+    # authenticated caller's view of the fetcher and follower (auth.principals).
+    ("capsules", ("gophergem.feeds.follow", "gophergem.search", "gophergem.auth.principals")),
     ("mcp", ("gophergem.mcp",)),
+    # twisted.web: the HTTP endpoint around the MCP server.
+    ("http", ("gophergem.http",)),
     (
         "wiring",
         (

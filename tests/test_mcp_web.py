@@ -1372,12 +1372,13 @@ def test_session_limit_share_of_the_cap() -> None:
 def test_session_limit_knows_principals_behind_bearer_authentication(tmp_path: Any) -> None:
     """Behind require_token, the principal a token names is whose sessions may be closed."""
     from gophergem.auth.tokens import add_token
-    from gophergem.mcp.auth import TokenFileVerifier, auth_settings, require_token
+    from gophergem.auth.verifiers import TokenFileVerifier
+    from gophergem.http.guard import BearerVerifier, auth_settings, require_token
 
     url = "http://127.0.0.1:8000/mcp"
     path = str(tmp_path / "tokens.json")
     tokens = {name: add_token(path, name) for name in ("alice", "bob")}
-    verifier = TokenFileVerifier.from_path(path, url)
+    verifier = BearerVerifier(TokenFileVerifier.from_path(path, url))
     server: MCPServer[Any] = MCPServer("t", token_verifier=verifier, auth=auth_settings(url))
     manager = FakeManager()
     limit = web.SessionLimit(manager, 2)

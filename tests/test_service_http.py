@@ -418,9 +418,10 @@ def test_session_cap_counts_gophergem_principals(
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
     from mcp.server.auth.provider import AccessToken
 
+    from gophergem.auth.verifiers import TokenFileVerifier
     from gophergem.fetcher import Fetcher
+    from gophergem.http.guard import BearerVerifier, auth_settings
     from gophergem.mcp import web
-    from gophergem.mcp.auth import TokenFileVerifier, auth_settings
     from gophergem.mcp.server import build_server
 
     seen: dict[str, Any] = {}
@@ -432,7 +433,7 @@ def test_session_cap_counts_gophergem_principals(
 
     monkeypatch.setattr(web, "mcp_resource", recording)
     url = "http://127.0.0.1:8000/mcp"
-    verifier = TokenFileVerifier.from_path(str(tmp_path / "tokens.json"), url)
+    verifier = BearerVerifier(TokenFileVerifier.from_path(str(tmp_path / "tokens.json"), url))
     server = build_server(
         Fetcher.from_config(OFFLINE, MemoryReactorClock()),
         OFFLINE,

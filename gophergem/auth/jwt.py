@@ -40,7 +40,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from twisted.web.iweb import IAgent
 
-from gophergem.auth._idp import (
+from gophergem.auth.idp import (
     IDP_TIMEOUT,
     IdentityProviderUnavailable,
     VerifiedToken,

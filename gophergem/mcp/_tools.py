@@ -109,7 +109,7 @@ def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
     """
     The L{IFetcher} working for this call: the server's own, or with
     authentication, the view of it that holds the caller's identities (see
-    L{gophergem.mcp.principals}).
+    L{gophergem.auth.principals}).
     """
     server = ctx.mcp_server
     fetcher: IFetcher | None = getattr(server, "fetcher", None)
@@ -117,7 +117,7 @@ def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
         raise RuntimeError("gophergem tools run on a server built by gophergem.mcp.server")
     principals = getattr(server, "principals", None)
     if principals is not None:
-        from gophergem.mcp.principals import current_principal
+        from gophergem.mcp.caller import current_principal
 
         return principals.fetcher_for(current_principal())  # type: ignore[no-any-return]
     return fetcher

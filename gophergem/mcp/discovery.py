@@ -472,7 +472,7 @@ def add_discovery(
     @param security: The C{Host}/C{Origin} values accepted; pass the MCP
         endpoint's own (loopback names on any port by default).
     @param guard: When the endpoint needs a token: wraps the drill-down
-        (e.g. in a L{gophergem.mcp.auth.BearerGuardResource}), and the root
+        (e.g. in a L{gophergem.http.guard.BearerGuardResource}), and the root
         menu shows only its minimum.
     @param health_checks: What C{/health} asks the shared backends (see
         L{HealthResource}).

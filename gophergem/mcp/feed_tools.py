@@ -80,7 +80,7 @@ async def _changed(ctx: Context[Any, Any]) -> None:
 def follower_of(ctx: Context[Any, Any]) -> Follower:
     """
     The L{Follower} working for this call: the server's own, or with
-    authentication the caller's (see L{gophergem.mcp.principals}).
+    authentication the caller's (see L{gophergem.auth.principals}).
     """
     return _follower_on(ctx.mcp_server)
 
@@ -91,7 +91,7 @@ def _follower_on(server: Any) -> Follower:
         raise RuntimeError("the feed tools run on a server built with a follower")
     principals = getattr(server, "principals", None)
     if principals is not None:
-        from gophergem.mcp.principals import current_principal
+        from gophergem.mcp.caller import current_principal
 
         mine: Follower | None = principals.follower_for(current_principal())
         if mine is not None:

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from gophergem._log import log_through_twisted
 from gophergem._version import __version__
+from gophergem.auth.principals import Principals
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFetcher
@@ -48,7 +49,7 @@ from gophergem.mcp import (
     trust_tools,
 )
 from gophergem.mcp._sdk import add_request_handler, connection_of
-from gophergem.mcp.principals import Principals, current_principal
+from gophergem.mcp.caller import current_principal
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "argument_errors", "build_server"]
 
@@ -339,12 +340,12 @@ def build_server(
     asked for on a one-time page where the client supports URL-mode
     elicitation; with a C{token_verifier} and its C{auth} settings (both or
     neither), its HTTP endpoint needs a bearer token (see
-    L{gophergem.mcp.auth}; stdio is unaffected).  With C{request_state_keys}
+    L{gophergem.http.guard}; stdio is unaffected).  With C{request_state_keys}
     (the replicas' shared ring, see L{gophergem.state.keys}), the 2026-07-28
     request state one replica seals another can open; without, a key made
     for this process.  With C{principals}, every authenticated caller gets
     their own client identities and subscriptions (see
-    L{gophergem.mcp.principals}).
+    L{gophergem.auth.principals}).
     The caller runs the server on the asyncio loop that Twisted's reactor
     also uses.  The SDK's log records go through C{twisted.logger} (at the
     C{config}'s level) unless the program set up the standard library's

@@ -1288,7 +1288,7 @@ def scope_principal(scope: MutableMapping[str, Any]) -> str | None:
     The principal of an ASGI request behind the SDK's bearer authentication,
     as the SDK binds sessions to it (client, issuer and subject of the
     token), or C{None} without a token.  The daemon passes
-    L{gophergem.mcp.auth.principal_of}'s instead (see
+    L{gophergem.auth.principals.principal_of}'s instead (see
     L{gophergem.service.build_site}).
     """
     token = getattr(scope.get("user"), "access_token", None)
@@ -1443,7 +1443,7 @@ def mcp_resource(
         request before it is closed; C{None} to keep it until the client
         ends it.
     @param guard: Wraps the endpoint's ASGI application, outermost (e.g.
-        L{gophergem.mcp.auth.require_token}'s bearer authentication).
+        L{gophergem.http.guard.require_token}'s bearer authentication).
     @param principal_of: Whose a request is, for the session cap (see
         L{SessionLimit}); by default L{scope_principal}.
     """

@@ -1,25 +1,28 @@
-# -*- test-case-name: tests.test_mcp_principals -*-
+# -*- test-case-name: tests.test_auth_principals -*-
 """
 Who is calling, and the fetcher and follower that work for them.
 
 Behind authentication, every call carries the principal its access token
-names (L{gophergem.mcp.auth.principal_of}): C{token:alice} for a token
-file's entry, C{<issuer>#<subject>} for an identity provider's.  Client
-identities and subscriptions belong to that principal: L{Principals} hands
-each one a view of the server's L{IFetcher} whose Gemini pipeline presents
-only that principal's identities (and, with C{GOPHERGEM_PINS_PER_PRINCIPAL},
-checks only their pins), and a L{Follower} over their own subscription
-store.  Everything else (caches, robots.txt, pacing, the caps, the 44 board)
-is shared: it describes hosts, not people.
+names (L{principal_of}): C{token:alice} for a token file's entry,
+C{<issuer>#<subject>} for an identity provider's.  Client identities and
+subscriptions belong to that principal: L{Principals} hands each one a view
+of the server's L{IFetcher} whose Gemini pipeline presents only that
+principal's identities (and, with C{GOPHERGEM_PINS_PER_PRINCIPAL}, checks
+only their pins), and a L{Follower} over their own subscription store.
+Everything else (caches, robots.txt, pacing, the caps, the 44 board) is
+shared: it describes hosts, not people.
 
 Without authentication (stdio, a loopback daemon) there is no principal
 (C{None}): the server's own fetcher and follower serve every call, exactly
-as before.
+as before.  The principal of the MCP request being served is
+L{gophergem.mcp.caller.current_principal}: it reads the SDK's request
+context, which this package does not import.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -27,7 +30,7 @@ import attrs
 from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFeedStore, IFetcher, IIdentityStore, IPinStore
 
-__all__ = ["MAX_VIEWS", "Principals", "StateStores", "current_principal"]
+__all__ = ["MAX_VIEWS", "Principals", "StateStores", "Token", "principal_of"]
 
 MAX_VIEWS = 1024
 """Principals whose views are kept at once; the least recently used goes first."""
@@ -46,14 +49,32 @@ class StateStores(Protocol):
     def feeds(self, principal: str | None) -> IFeedStore: ...
 
 
-def current_principal() -> str | None:
+class Token(Protocol):
     """
-    The principal of the HTTP request being served, or C{None} when it
-    carried no access token (stdio, or no authentication configured).
+    What L{principal_of} reads of an access token (the SDK's C{AccessToken}
+    has these fields).
     """
-    from gophergem.mcp.auth import current_principal as of_request
 
-    return of_request()
+    @property
+    def client_id(self) -> str: ...
+
+    @property
+    def subject(self) -> str | None: ...
+
+    @property
+    def claims(self) -> Mapping[str, Any] | None: ...
+
+
+def principal_of(access_token: Token) -> str:
+    """
+    The principal C{access_token} stands for, the same on every replica:
+    C{token:<name>} for the token file, C{<iss>#<sub>} for a provider's
+    token (C{<iss>#<client_id>} when it has no subject).
+    """
+    issuer = (access_token.claims or {}).get("iss")
+    if issuer:
+        return f"{issuer}#{access_token.subject or access_token.client_id}"
+    return f"token:{access_token.client_id}"
 
 
 @attrs.define

@@ -1,7 +1,8 @@
 """
-Tests for L{gophergem.mcp.principals} and the server's per-principal state:
-each authenticated caller has their own client identities and
-subscriptions, and is told only of changes to their own resources.
+Tests for L{gophergem.auth.principals}, L{gophergem.mcp.caller} and the
+server's per-principal state: each authenticated caller has their own
+client identities and subscriptions, and is told only of changes to their
+own resources.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import pytest
 from mcp import Client
 from mcp.server.subscriptions import ResourceUpdated
 
+from gophergem.auth.principals import Principals
 from gophergem.feeds.follow import Follower
 from gophergem.feeds.store import MemoryFeedStore
-from gophergem.mcp import auth
-from gophergem.mcp.principals import Principals
+from gophergem.mcp import caller as mcp_caller
+from gophergem.mcp import server as mcp_server
 from gophergem.mcp.server import PrincipalBus, build_server
 from gophergem.testing import MemoryNetwork
 from tests.mcp_helpers import run_with_network
@@ -34,7 +36,9 @@ class Caller:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.principal: str | None = None
-        monkeypatch.setattr(auth, "current_principal", lambda: self.principal)
+        # The one reader, and the name the server module imported from it.
+        for module in (mcp_caller, mcp_server):
+            monkeypatch.setattr(module, "current_principal", lambda: self.principal)
 
 
 def test_the_owner_gets_the_servers_own_fetcher_and_follower(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_mcp_auth -*-
+# -*- test-case-name: tests.test_http_guard -*-
 """
 Bearer-token authentication of the HTTP endpoint, on the SDK's auth support.
 
@@ -6,25 +6,20 @@ gophergem is an OAuth 2.1 resource server as the MCP specification
 describes it; the SDK checks the C{Authorization} header and answers 401
 with the C{WWW-Authenticate} challenge, and this module supplies the rest:
 
-  - L{TokenFileVerifier}: the SDK's C{TokenVerifier} over a
-    L{gophergem.auth.tokens.TokenFile} (the small-team mode);
+  - L{BearerVerifier}: the SDK's C{TokenVerifier} over a verifier of
+    L{gophergem.auth.verifiers} (the token file, JWTs, introspection, and
+    the order they are tried in);
   - L{auth_settings}: the SDK's C{AuthSettings} for a public URL;
   - L{require_token}: the SDK's authentication middleware around the
     endpoint's ASGI application, as C{streamable_http_app} would put it
     (our bridge hosts the session manager directly);
   - L{ProtectedResourceMetadataResource}: the RFC 9728 document, at the
     C{/.well-known/oauth-protected-resource/<path>} a client looks for;
-  - L{ProviderVerifier}: the SDK's C{TokenVerifier} over a JWT or an
-    introspection verifier of L{gophergem.auth}; L{CombinedVerifier}: the
-    token file, JWTs and introspection together (L{verifier_from_config});
   - L{BearerGuardResource}: the same bearer check in front of a
     C{twisted.web} resource (the discovery drill-down);
-  - L{principal_of}: the principal an access token stands for.
+  - the principal an access token stands for is
+    L{gophergem.auth.principals.principal_of}'s.
 
-When several ways are configured, a token is tried against the token file
-first (a local lookup), then, when it has the shape of a JWT and an issuer
-is configured, against the issuer's keys (which decide: a JWT refused there
-is not sent to introspection), else against the introspection endpoint.
 An identity provider that cannot be reached gives 503 with a JSON-RPC error
 body (L{IdentityProviderUnavailable}), never 401 or 500.
 
@@ -38,10 +33,10 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
-from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url
@@ -54,36 +49,26 @@ from starlette.authentication import AuthenticationError
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
-from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.web import server
 from twisted.web.resource import IResource, Resource
 
-from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken
-from gophergem.auth.tokens import TokenFile
+from gophergem.auth.idp import IdentityProviderUnavailable
+from gophergem.auth.verifiers import Access, AccessVerifier
 from gophergem.mcp.discovery import Directory
 from gophergem.mcp.web import ASGIApp, foreign_request, refuse
-
-if TYPE_CHECKING:
-    from gophergem.config import Config
 
 __all__ = [
     "PRM_PREFIX",
     "BearerGuardResource",
-    "CombinedVerifier",
-    "IdentityProviderUnavailable",
+    "BearerVerifier",
     "ProtectedResourceMetadataResource",
-    "ProviderVerifier",
-    "TokenFileVerifier",
+    "access_token",
     "auth_settings",
-    "current_principal",
-    "looks_like_jwt",
     "metadata_path",
     "mount_metadata",
-    "principal_of",
     "require_token",
     "unavailable_body",
-    "verifier_from_config",
 ]
 
 log = Logger(namespace="gophergem.auth")
@@ -92,140 +77,34 @@ PRM_PREFIX = "/.well-known/oauth-protected-resource"
 """Where RFC 9728 metadata lives, before the resource's own path."""
 
 
-class TokenFileVerifier:
+def access_token(access: Access) -> AccessToken:
+    """The SDK's C{AccessToken} for what a verifier of L{gophergem.auth.verifiers} granted."""
+    return AccessToken(
+        token=access.token,
+        client_id=access.client_id,
+        scopes=list(access.scopes),
+        expires_at=access.expires_at,
+        resource=access.resource,
+        subject=access.subject,
+        claims=dict(access.claims) if access.claims is not None else None,
+    )
+
+
+class BearerVerifier:
     """
-    The SDK's C{TokenVerifier} for a token file: a token found in it is an
-    access token of its principal (C{client_id} and C{subject} are the
-    name), with no scopes, no expiry, for C{resource}.
+    The SDK's C{TokenVerifier} over a verifier of L{gophergem.auth.verifiers}
+    (a L{gophergem.auth.verifiers.CombinedVerifier} in the daemon): what
+    the server's auth settings, L{require_token} and L{BearerGuardResource}
+    are given.
 
     C{verify_token} never raises: whatever goes wrong refuses the token
     (the SDK would turn an exception into a 500).
 
-    @ivar tokens: The token file.
-    @ivar resource: The public URL of the endpoint, reported as the token's
-        resource (RFC 8707), or C{None}.
+    @ivar verifier: The verifier asked.
     """
 
-    def __init__(self, tokens: TokenFile, resource: str | None = None) -> None:
-        self.tokens = tokens
-        self.resource = resource
-
-    @classmethod
-    def from_path(cls, path: str, resource: str | None = None) -> TokenFileVerifier:
-        """A verifier reading the token file at C{path}."""
-        return cls(TokenFile(path), resource)
-
-    async def access(self, token: str) -> AccessToken | None:
-        """The same as L{verify_token} (a token file is never unavailable)."""
-        return await self.verify_token(token)
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        """The access token C{token} stands for, or C{None} when it is not known."""
-        try:
-            name = self.tokens.principal_for(token)
-            if name is None:
-                return None
-            return AccessToken(
-                token=token,
-                client_id=name,
-                scopes=[],
-                expires_at=None,
-                resource=self.resource,
-                subject=name,
-            )
-        except Exception:  # never a 500 for a bad token
-            log.failure("Verifying a bearer token failed; it is refused")
-            return None
-
-    def reload(self) -> None:
-        """Read the token file again now (the daemon's C{SIGHUP})."""
-        self.tokens.reload()
-
-
-class _Checker(Protocol):
-    def verify(self, token: str) -> Deferred[VerifiedToken | None]: ...
-
-
-class ProviderVerifier:
-    """
-    The SDK's C{TokenVerifier} over an identity provider's verifier
-    (L{gophergem.auth.jwt.JWTVerifier},
-    L{gophergem.auth.introspection.IntrospectionVerifier}): a token it
-    vouches for is an access token for C{resource}, whose claims carry the
-    issuer (C{iss}) so that L{principal_of} and the SDK's own principal
-    checks see it.
-
-    @ivar checker: The provider's verifier.
-    @ivar resource: The public URL of the endpoint (the token's audience
-        was checked against the configured audiences).
-    """
-
-    def __init__(self, checker: _Checker, resource: str | None = None) -> None:
-        self.checker = checker
-        self.resource = resource
-
-    async def access(self, token: str) -> AccessToken | None:
-        """
-        The access token C{token} stands for, or C{None}.
-
-        @raise IdentityProviderUnavailable: When the provider cannot be asked.
-        """
-        try:
-            verified = await self.checker.verify(token).asFuture(asyncio.get_running_loop())
-        except IdentityProviderUnavailable:
-            raise
-        except Exception:  # never a 500 for a bad token
-            log.failure("Verifying a bearer token failed; it is refused")
-            return None
-        if verified is None:
-            return None
-        return AccessToken(
-            token=token,
-            client_id=verified.client_id,
-            scopes=list(verified.scopes),
-            expires_at=verified.expires_at,
-            resource=self.resource,
-            subject=verified.subject,
-            claims={**verified.claims, "iss": verified.issuer},
-        )
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        """L{access}, with an unreachable provider refusing the token (never raises)."""
-        try:
-            return await self.access(token)
-        except IdentityProviderUnavailable:
-            return None
-
-
-def looks_like_jwt(token: str) -> bool:
-    """Whether C{token} has the shape of a compact JWS (three base64url parts)."""
-    parts = token.split(".")
-    return (
-        len(parts) == 3
-        and all(parts[:2])
-        and all(c.isascii() and (c.isalnum() or c in "-_=") for c in token.replace(".", ""))
-    )
-
-
-class CombinedVerifier:
-    """
-    The token file, JWTs and introspection together, tried in that order
-    (see the module docstring); any of them may be missing.
-
-    @ivar token_file: The token-file verifier, if configured.
-    @ivar jwt: The JWT verifier, if an issuer is configured.
-    @ivar introspection: The introspection verifier, if configured.
-    """
-
-    def __init__(
-        self,
-        token_file: TokenFileVerifier | None = None,
-        jwt: ProviderVerifier | None = None,
-        introspection: ProviderVerifier | None = None,
-    ) -> None:
-        self.token_file = token_file
-        self.jwt = jwt
-        self.introspection = introspection
+    def __init__(self, verifier: AccessVerifier) -> None:
+        self.verifier = verifier
 
     async def access(self, token: str) -> AccessToken | None:
         """
@@ -234,15 +113,8 @@ class CombinedVerifier:
         @raise IdentityProviderUnavailable: When the provider that decides
             cannot be asked.
         """
-        if self.token_file is not None:
-            found = await self.token_file.access(token)
-            if found is not None:
-                return found
-        if self.jwt is not None and looks_like_jwt(token):
-            return await self.jwt.access(token)
-        if self.introspection is not None:
-            return await self.introspection.access(token)
-        return None
+        granted = await self.verifier.access(token).asFuture(asyncio.get_running_loop())
+        return access_token(granted) if granted is not None else None
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """L{access}, with an unreachable provider refusing the token (never raises)."""
@@ -256,26 +128,9 @@ class CombinedVerifier:
 
     def reload(self) -> None:
         """Read the token file again now, if there is one (the daemon's C{SIGHUP})."""
-        if self.token_file is not None:
-            self.token_file.reload()
-
-
-def principal_of(access_token: AccessToken) -> str:
-    """
-    The principal C{access_token} stands for, the same on every replica:
-    C{token:<name>} for the token file, C{<iss>#<sub>} for a provider's
-    token (C{<iss>#<client_id>} when it has no subject).
-    """
-    issuer = (access_token.claims or {}).get("iss")
-    if issuer:
-        return f"{issuer}#{access_token.subject or access_token.client_id}"
-    return f"token:{access_token.client_id}"
-
-
-def current_principal() -> str | None:
-    """The principal of the request being served, or C{None} (stdio, no authentication)."""
-    access = get_access_token()
-    return principal_of(access) if access is not None else None
+        reload = getattr(self.verifier, "reload", None)
+        if reload is not None:
+            reload()
 
 
 def auth_settings(
@@ -299,74 +154,6 @@ def auth_settings(
             "required_scopes": list(required_scopes) or None,
         }
     )
-
-
-def verifier_from_config(
-    config: Config, reactor: Any, resource_url: str
-) -> CombinedVerifier | None:
-    """
-    The endpoint's verifier for C{config}'s authentication settings, or
-    C{None} when none is set.  Nothing is fetched until the first token.
-
-    @param reactor: Where the identity provider is reached from (an
-        C{IReactorTCP}, C{IReactorTime} provider).
-    @param resource_url: The endpoint's public URL (the default audience).
-    @raise ValueError: One line, for settings that cannot work together
-        (a client id without a secret file, an unreadable secret file, ...).
-    """
-    if (
-        config.auth_tokens_file is None
-        and config.auth_issuer is None
-        and config.auth_introspection_url is None
-    ):
-        return None
-    token_file = jwt_verifier = introspection = None
-    if config.auth_tokens_file is not None:
-        token_file = TokenFileVerifier.from_path(config.auth_tokens_file, resource_url)
-    audiences = config.auth_audience or (resource_url,)
-    agent: Any = None
-    if config.auth_issuer is not None or config.auth_introspection_url is not None:
-        from twisted.web.client import Agent, HTTPConnectionPool
-
-        # Agent and HTTPConnectionPool are unannotated in Twisted.
-        agent = Agent(reactor, pool=HTTPConnectionPool(reactor))  # type: ignore[no-untyped-call]
-    if config.auth_issuer is not None:
-        from gophergem.auth.jwt import JWTVerifier
-
-        jwt_verifier = ProviderVerifier(
-            JWTVerifier(
-                issuer=config.auth_issuer,
-                audiences=audiences,
-                algorithms=config.auth_algorithms,
-                agent=agent,
-                clock=reactor,
-                jwks_url=config.auth_jwks_url,
-            ),
-            resource_url,
-        )
-    if config.auth_introspection_url is not None:
-        from gophergem.auth.introspection import IntrospectionVerifier, read_secret
-
-        if (config.auth_client_id is None) != (config.auth_client_secret_file is None):
-            raise ValueError(
-                "GOPHERGEM_AUTH_CLIENT_ID and GOPHERGEM_AUTH_CLIENT_SECRET_FILE go together."
-            )
-        secret = None
-        if config.auth_client_secret_file is not None:
-            secret = read_secret(config.auth_client_secret_file)
-        introspection = ProviderVerifier(
-            IntrospectionVerifier(
-                url=config.auth_introspection_url,
-                audiences=audiences,
-                agent=agent,
-                clock=reactor,
-                client_id=config.auth_client_id,
-                client_secret=secret,
-                issuer=config.auth_issuer,
-            ),
-            resource_url,
-        )
-    return CombinedVerifier(token_file, jwt_verifier, introspection)
 
 
 def metadata_path(resource_url: str) -> str:

@@ -1,7 +1,8 @@
 """
-Tests for L{gophergem.mcp.auth}: the token-file verifier, the SDK's bearer
-authentication around the endpoint's ASGI app, the Protected Resource
-Metadata, and the site's wiring of them (L{gophergem.service.build_site}).
+Tests for L{gophergem.http.guard}: the SDK's token verifier over ours, the
+SDK's bearer authentication around the endpoint's ASGI app, the Protected
+Resource Metadata, the discovery guard, and the site's wiring of them
+(L{gophergem.service.build_site}).
 """
 
 from __future__ import annotations
@@ -12,21 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import capturedLogs, formatEvent
 
 from gophergem import service
-from gophergem.auth.tokens import TokenFile, add_token
+from gophergem.auth.idp import IdentityProviderUnavailable
+from gophergem.auth.tokens import add_token
+from gophergem.auth.verifiers import CombinedVerifier, TokenFileVerifier
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
-from gophergem.mcp.auth import (
-    IdentityProviderUnavailable,
+from gophergem.http.guard import (
+    BearerVerifier,
     ProtectedResourceMetadataResource,
-    TokenFileVerifier,
     auth_settings,
     metadata_path,
     require_token,
@@ -43,45 +43,28 @@ def tokens_path(tmp_path: Path) -> Path:
     return tmp_path / "tokens.json"
 
 
-# --- the verifier ----------------------------------------------------------------------------
+# --- the SDK's token verifier -------------------------------------------------------------------
 
 
-def test_verifier_gives_the_principal(tokens_path: Path) -> None:
-    """A known token is an access token of its principal, for the configured resource."""
+def token_file(tokens_path: Path) -> BearerVerifier:
+    """The SDK's verifier over the token file at C{tokens_path}."""
+    return BearerVerifier(TokenFileVerifier.from_path(str(tokens_path), URL))
+
+
+def test_bearer_verifier_gives_the_sdk_access_token(tokens_path: Path) -> None:
+    """A known token is the SDK's access token of its principal, for the configured resource."""
     token = add_token(tokens_path, "alice")
-    verifier = TokenFileVerifier.from_path(str(tokens_path), URL)
+    verifier = token_file(tokens_path)
     access = asyncio.run(verifier.verify_token(token))
     assert access is not None
     assert (access.client_id, access.subject, access.resource) == ("alice", "alice", URL)
-    assert (access.scopes, access.expires_at, access.token) == ([], None, token)
+    assert (access.scopes, access.expires_at, access.token, access.claims) == (
+        [],
+        None,
+        token,
+        None,
+    )
     assert asyncio.run(verifier.verify_token(token + "x")) is None
-
-
-class Exploding(TokenFile):
-    def principal_for(self, token: str) -> str | None:
-        raise RuntimeError("boom")
-
-
-def test_verifier_never_raises() -> None:
-    """Whatever goes wrong inside, the token is refused, not a 500."""
-    verifier = TokenFileVerifier(Exploding("/nonexistent"), URL)
-    with capturedLogs() as events:
-        assert asyncio.run(verifier.verify_token("whatever-token")) is None
-    assert not any("whatever-token" in formatEvent(e) for e in events)
-
-
-@pytest.fixture(scope="module")
-def shared_verifier(tmp_path_factory: pytest.TempPathFactory) -> TokenFileVerifier:
-    path = tmp_path_factory.mktemp("tokens") / "tokens.json"
-    add_token(path, "alice")
-    return TokenFileVerifier.from_path(str(path), URL)
-
-
-@settings(max_examples=300, deadline=None)
-@given(token=st.text(max_size=200))
-def test_verifier_any_token(shared_verifier: TokenFileVerifier, token: str) -> None:
-    """Any presented string gives None (or the principal), never an exception."""
-    assert asyncio.run(shared_verifier.verify_token(token)) is None
 
 
 # --- the SDK's bearer authentication ---------------------------------------------------------
@@ -132,7 +115,7 @@ def guarded(tokens_path: Path) -> tuple[Any, list[Any]]:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    verifier = TokenFileVerifier.from_path(str(tokens_path), URL)
+    verifier = token_file(tokens_path)
     server: MCPServer[Any] = MCPServer("t", token_verifier=verifier, auth=auth_settings(URL))
     return require_token(inner, server, verifier), seen
 
@@ -240,7 +223,7 @@ def authed_site(verifier: Any, auth: Any) -> Any:
 
 
 def site_with_auth(tokens_path: Path) -> Any:
-    return authed_site(TokenFileVerifier.from_path(str(tokens_path), URL), auth_settings(URL))
+    return authed_site(token_file(tokens_path), auth_settings(URL))
 
 
 def exchange(site: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -296,14 +279,7 @@ def test_access_log_has_no_token(tokens_path: Path) -> None:
 
 # --- identity providers: JWT, introspection, the combination -----------------------------------
 
-from gophergem.auth.jwt import JWTVerifier  # noqa: E402
-from gophergem.mcp.auth import (  # noqa: E402
-    CombinedVerifier,
-    ProviderVerifier,
-    looks_like_jwt,
-    principal_of,
-    verifier_from_config,
-)
+from gophergem.auth.principals import principal_of  # noqa: E402
 from tests.idp_helpers import (  # noqa: E402
     AUDIENCE,
     ISSUER,
@@ -315,17 +291,11 @@ from tests.idp_helpers import (  # noqa: E402
 )
 
 
-def provider(agent: FakeAgent) -> ProviderVerifier:
-    import time
+def provider(agent: FakeAgent) -> BearerVerifier:
+    """The SDK's verifier over a JWT issuer's (see L{tests.test_auth_verifiers.provider})."""
+    from tests.test_auth_verifiers import provider as checker
 
-    from twisted.internet.task import Clock
-
-    clock = Clock()
-    clock.advance(time.time())
-    check = JWTVerifier(
-        issuer=ISSUER, audiences=(AUDIENCE,), algorithms=("RS256",), agent=agent, clock=clock
-    )
-    return ProviderVerifier(check, AUDIENCE)
+    return BearerVerifier(checker(agent))
 
 
 def test_provider_access_token() -> None:
@@ -339,13 +309,6 @@ def test_provider_access_token() -> None:
     assert principal_of(access) == f"{ISSUER}#alice"
 
 
-def test_principal_of_token_file(tokens_path: Path) -> None:
-    """A token-file token's principal is token:NAME."""
-    token = add_token(tokens_path, "alice")
-    access = asyncio.run(TokenFileVerifier.from_path(str(tokens_path), URL).verify_token(token))
-    assert access is not None and principal_of(access) == "token:alice"
-
-
 def test_provider_unavailable_is_none_for_the_sdk() -> None:
     """verify_token never raises: an unreachable provider refuses the token there."""
     agent = FakeAgent()
@@ -354,54 +317,6 @@ def test_provider_unavailable_is_none_for_the_sdk() -> None:
     assert asyncio.run(verifier.verify_token(mint())) is None
     with pytest.raises(IdentityProviderUnavailable):
         asyncio.run(verifier.access(mint()))
-
-
-def test_looks_like_jwt() -> None:
-    """Three base64url parts look like a JWT; a token-file token does not."""
-    assert looks_like_jwt(mint())
-    assert not looks_like_jwt("abc")
-    assert not looks_like_jwt("a.b")
-    assert not looks_like_jwt("a b.c.d")
-
-
-class Recording:
-    def __init__(self, answer: Any = None) -> None:
-        self.seen: list[str] = []
-        self.answer = answer
-
-    async def access(self, token: str) -> Any:
-        self.seen.append(token)
-        return self.answer
-
-
-def test_combination_order(tokens_path: Path) -> None:
-    """Token file first; a JWT goes to the issuer's keys only; an opaque token to introspection."""
-    known = add_token(tokens_path, "alice")
-    jwt_side, introspection = Recording(), Recording()
-    combined = CombinedVerifier(
-        TokenFileVerifier.from_path(str(tokens_path), URL),
-        jwt_side,  # type: ignore[arg-type]
-        introspection,  # type: ignore[arg-type]
-    )
-    assert asyncio.run(combined.verify_token(known)) is not None
-    assert (jwt_side.seen, introspection.seen) == ([], [])
-    token = mint()
-    assert asyncio.run(combined.verify_token(token)) is None
-    assert (jwt_side.seen, introspection.seen) == ([token], [])
-    assert asyncio.run(combined.verify_token("opaque")) is None
-    assert introspection.seen == ["opaque"]
-
-
-def test_verifier_from_config(tmp_path: Path) -> None:
-    """No auth setting: no verifier; a client id without its secret file: one-line refusal."""
-    assert verifier_from_config(OFFLINE, MemoryReactorClock(), URL) is None
-    with_issuer = Config(auth_issuer=ISSUER)
-    combined = verifier_from_config(with_issuer, MemoryReactorClock(), URL)
-    assert combined is not None and combined.jwt is not None and combined.token_file is None
-    assert combined.jwt.checker.audiences == (URL,)  # type: ignore[attr-defined]
-    broken = Config(auth_introspection_url=ISSUER + "/introspect", auth_client_id="x")
-    with pytest.raises(ValueError, match="go together"):
-        verifier_from_config(broken, MemoryReactorClock(), URL)
 
 
 def test_metadata_names_the_issuer() -> None:
@@ -460,11 +375,13 @@ def test_required_scopes() -> None:
 
 
 def idp_site(agent: FakeAgent, tokens_path: Path | None = None) -> Any:
+    from tests.test_auth_verifiers import provider as checker
+
     verifier = CombinedVerifier(
         TokenFileVerifier.from_path(str(tokens_path), URL) if tokens_path else None,
-        provider(agent),
+        checker(agent),
     )
-    return authed_site(verifier, auth_settings(URL, issuer=ISSUER))
+    return authed_site(BearerVerifier(verifier), auth_settings(URL, issuer=ISSUER))
 
 
 def bearer(token: str) -> dict[str, str]:
