@@ -46,8 +46,8 @@ if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from mcp.server.transport_security import TransportSecuritySettings
 
     from gophergem.feeds.follow import Follower
+    from gophergem.http.site import ASGIResource, BoundedSite
     from gophergem.mcp.auth import CombinedVerifier, TokenFileVerifier
-    from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
     "FeedCheckService",
@@ -431,7 +431,7 @@ def endpoint_security(
     loopback with no C{allowed_hosts} accepts only loopback names, which is
     logged: clients reaching it by another name get 421.
     """
-    from gophergem.mcp.web import transport_security
+    from gophergem.http.site import transport_security
 
     loopback, port = _bind_facts(endpoint)
     if not loopback and not allowed_hosts:
@@ -600,10 +600,10 @@ def build_site(
     The site serves the MCP endpoint at C{/mcp}, C{/health},
     C{/.well-known/agent.gopher} and C{/.well-known/agent/}, all under the
     same C{Host}/C{Origin} rules (C{security}); the resource needs a
-    L{gophergem.mcp.web.LifespanService} running beside it.  The
+    L{gophergem.http.site.LifespanService} running beside it.  The
     configuration bounds sessions, the time to send request headers and
     bodies, and the connections from one address.
-    With C{secret_pages} (a L{gophergem.mcp.secret_page.SecretPages}), the
+    With C{secret_pages} (a L{gophergem.http.secret_page.SecretPages}), the
     one-time pages for a capsule's secret input are served under
     C{/input/}, and no request there is logged.  With a C{token_verifier}
     (and C{server} built with the matching auth settings), C{/mcp} needs a
@@ -611,8 +611,8 @@ def build_site(
     Metadata; C{/health} stays open, the discovery root shows only its
     minimum and its drill-down needs the token too.
     """
-    from gophergem.mcp.discovery import Directory, add_discovery
-    from gophergem.mcp.web import BoundedSite, mcp_resource, transport_security
+    from gophergem.http.discovery import Directory, add_discovery
+    from gophergem.http.site import BoundedSite, mcp_resource, transport_security
 
     if security is None:
         security = transport_security()
@@ -766,10 +766,10 @@ class _HTTPParts:
         from twisted.internet import endpoints
 
         from gophergem.feeds.follow import Follower
+        from gophergem.http.site import LifespanService
         from gophergem.mcp.feed_tools import UPDATES_URI
         from gophergem.mcp.principals import Principals
         from gophergem.mcp.server import build_server
-        from gophergem.mcp.web import LifespanService
 
         config, reactor, endpoint = self.config, self.reactor, self.endpoint
         fetcher = Fetcher.from_config(
@@ -784,7 +784,7 @@ class _HTTPParts:
         page_host = _page_host(endpoint)
         pages = secret_input = listener = None
         if page_host is not None:
-            from gophergem.mcp.secret_page import SecretPages
+            from gophergem.http.secret_page import SecretPages
 
             pages = SecretPages(reactor)
 

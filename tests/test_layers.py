@@ -190,14 +190,16 @@ WIRING = ("cli.py", "tap.py", "service.py", "__main__.py")
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in modules("**/*.py") if "mcp" not in p.parts],
+    [p for p in modules("**/*.py") if not {"mcp", "http"} & set(p.relative_to(PACKAGE).parts)],
     ids=lambda p: str(p.relative_to(PACKAGE)),
 )
 def test_only_mcp_imports_the_sdk(path: Path) -> None:
     """
-    Only the mcp package imports the MCP SDK, anyio or pydantic, even lazily;
-    asyncio only there, in the wiring (which installs the asyncio reactor) and
-    in the shared-state backends under gophergem/state/ (asyncio drivers).
+    Only the mcp package, and the http package that serves the SDK's
+    Streamable HTTP app (and checks C{Host}/C{Origin} with its settings),
+    import the MCP SDK, anyio or pydantic, even lazily; asyncio only there, in
+    the wiring (which installs the asyncio reactor) and in the shared-state
+    backends under gophergem/state/ (asyncio drivers).
     """
     for found in runtime_imports(path):
         assert not found.target.startswith(("mcp", "anyio", "pydantic")), (
@@ -269,7 +271,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What the library offers on top of any IFetcher: following pages, searching
     # (the search package offers its engines and its operation alike).
     ("capsules", ("gophergem.feeds.follow", "gophergem.search")),
-    ("mcp", ("gophergem.mcp",)),
+    # The twisted.web side (gophergem.http) sits beside the MCP front door.
+    ("mcp", ("gophergem.mcp", "gophergem.http")),
     (
         "wiring",
         (

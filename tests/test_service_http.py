@@ -22,9 +22,9 @@ from twisted.python import usage
 from gophergem import service, tap
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
+from gophergem.http.site import LifespanService
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import StdioMCPService
-from gophergem.mcp.web import LifespanService
 
 
 @pytest.fixture(autouse=True)
@@ -280,7 +280,7 @@ def test_site_watches_the_listening_port() -> None:
 
 def test_http_settings_reach_the_site() -> None:
     """Session cap, idle time, header and body timeouts, per-address limit and drain period."""
-    from gophergem.mcp.web import BoundedSite, SessionLimit
+    from gophergem.http.site import BoundedSite, SessionLimit
 
     config = attrs.evolve(
         OFFLINE,
@@ -419,7 +419,7 @@ def test_session_cap_counts_gophergem_principals(
     from mcp.server.auth.provider import AccessToken
 
     from gophergem.fetcher import Fetcher
-    from gophergem.mcp import web
+    from gophergem.http import site as web
     from gophergem.mcp.auth import TokenFileVerifier, auth_settings
     from gophergem.mcp.server import build_server
 

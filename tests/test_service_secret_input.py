@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from twisted.internet.task import Clock
 
-from gophergem.mcp.secret_page import SecretPages
-from gophergem.mcp.web import BoundedSite
+from gophergem.http.secret_page import SecretPages
+from gophergem.http.site import BoundedSite
 from gophergem.service import SiteSecretInput, _page_host
 
 

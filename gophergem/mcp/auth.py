@@ -61,8 +61,8 @@ from twisted.web.resource import IResource, Resource
 
 from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken
 from gophergem.auth.tokens import TokenFile
-from gophergem.mcp.discovery import Directory
-from gophergem.mcp.web import ASGIApp, foreign_request, refuse
+from gophergem.http.discovery import Directory
+from gophergem.http.site import ASGIApp, foreign_request, refuse
 
 if TYPE_CHECKING:
     from gophergem.config import Config

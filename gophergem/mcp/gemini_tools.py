@@ -13,7 +13,7 @@ retry with):
   - when a capsule asks for sensitive input (status 11), to type it on a
     one-time page (URL mode, where the client offers it), so that the
     secret never passes through the assistant
-    (L{gophergem.mcp.secret_page}).
+    (L{gophergem.http.secret_page}).
 
 The tool drives both rounds itself rather than with the SDK's
 C{Resolve}/C{Elicit} helpers, which ask with forms only and cannot be mixed
@@ -205,7 +205,7 @@ SECRET_MESSAGE = (
 class LoopbackSecretInput:
     """
     The stdio server's one-time pages for secret input: a
-    L{LoopbackListener<gophergem.mcp.secret_page.LoopbackListener>} on
+    L{LoopbackListener<gophergem.http.secret_page.LoopbackListener>} on
     127.0.0.1, built on first use (its module loads C{twisted.web}, which a
     session that never meets a status 11 need not pay for at start-up).
     """
@@ -215,14 +215,14 @@ class LoopbackSecretInput:
 
     def _get(self) -> Any:
         if self._listener is None:
-            from gophergem.mcp.secret_page import LoopbackListener, SecretPages
+            from gophergem.http.secret_page import LoopbackListener, SecretPages
 
             self._listener = LoopbackListener(SecretPages(self.reactor), self.reactor)
         return self._listener
 
     @property
     def pages(self) -> Any:
-        """The pending pages (see L{SecretPages<gophergem.mcp.secret_page.SecretPages>})."""
+        """The pending pages (see L{SecretPages<gophergem.http.secret_page.SecretPages>})."""
         return self._get().pages
 
     def open(self, prompt: str, capsule_url: str) -> Any:
@@ -287,7 +287,7 @@ async def _secret_input(
 ) -> CallToolResult | InputRequiredResult | None:
     """
     Get a status-11 answer from the user on a one-time page
-    (L{gophergem.mcp.secret_page}), send it, and return the capsule's answer
+    (L{gophergem.http.secret_page}), send it, and return the capsule's answer
     scrubbed of it; C{None} when the client cannot be sent to a page (the
     input result then goes back as it is, with advice).
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_mcp_web -*-
+# -*- test-case-name: tests.test_http_site -*-
 """
 MCP over Streamable HTTP, as a C{twisted.web} resource.
 

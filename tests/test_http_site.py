@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.web}: the ASGI bridge's pitfalls, one regression
+Tests for L{gophergem.http.site}: the ASGI bridge's pitfalls, one regression
 test each, the body cap, the lifespan and shutdown, and the SDK's
 Streamable HTTP app behind it in both protocol eras.
 
@@ -33,8 +33,8 @@ from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
-from gophergem.mcp import web
-from gophergem.mcp.web import (
+from gophergem.http import site as web
+from gophergem.http.site import (
     ASGIResource,
     BodyCappedRequest,
     LifespanService,
