@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from mcp.server.transport_security import TransportSecuritySettings
 
     from gophergem.feeds.follow import Follower
-    from gophergem.http.site import ASGIResource, BoundedSite
+    from gophergem.http.asgi import ASGIResource
+    from gophergem.http.site import BoundedSite
     from gophergem.mcp.auth import CombinedVerifier, TokenFileVerifier
 
 __all__ = [
@@ -431,7 +432,7 @@ def endpoint_security(
     loopback with no C{allowed_hosts} accepts only loopback names, which is
     logged: clients reaching it by another name get 421.
     """
-    from gophergem.http.site import transport_security
+    from gophergem.http.origin import transport_security
 
     loopback, port = _bind_facts(endpoint)
     if not loopback and not allowed_hosts:
@@ -600,7 +601,7 @@ def build_site(
     The site serves the MCP endpoint at C{/mcp}, C{/health},
     C{/.well-known/agent.gopher} and C{/.well-known/agent/}, all under the
     same C{Host}/C{Origin} rules (C{security}); the resource needs a
-    L{gophergem.http.site.LifespanService} running beside it.  The
+    L{gophergem.http.asgi.LifespanService} running beside it.  The
     configuration bounds sessions, the time to send request headers and
     bodies, and the connections from one address.
     With C{secret_pages} (a L{gophergem.http.secret_page.SecretPages}), the
@@ -612,7 +613,9 @@ def build_site(
     minimum and its drill-down needs the token too.
     """
     from gophergem.http.discovery import Directory, add_discovery
-    from gophergem.http.site import BoundedSite, mcp_resource, transport_security
+    from gophergem.http.endpoint import mcp_resource
+    from gophergem.http.origin import transport_security
+    from gophergem.http.site import BoundedSite
 
     if security is None:
         security = transport_security()
@@ -766,7 +769,7 @@ class _HTTPParts:
         from twisted.internet import endpoints
 
         from gophergem.feeds.follow import Follower
-        from gophergem.http.site import LifespanService
+        from gophergem.http.asgi import LifespanService
         from gophergem.mcp.feed_tools import UPDATES_URI
         from gophergem.mcp.principals import Principals
         from gophergem.mcp.server import build_server

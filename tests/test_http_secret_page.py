@@ -31,6 +31,7 @@ from zope.interface.verify import verifyObject
 
 from gophergem.errors import InputTimeout, UserDeclined
 from gophergem.http.discovery import Directory
+from gophergem.http.origin import transport_security
 from gophergem.http.secret_page import (
     MAX_FORM_SIZE,
     FormError,
@@ -39,7 +40,6 @@ from gophergem.http.secret_page import (
     SecretPages,
     parse_form,
 )
-from gophergem.http.site import transport_security
 from tests.web_helpers import http_exchange, loop_reactor, read_head, run
 
 LOCAL = IPv4Address("TCP", "127.0.0.1", 8000)

@@ -22,7 +22,7 @@ from twisted.python import usage
 from gophergem import service, tap
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
-from gophergem.http.site import LifespanService
+from gophergem.http.asgi import LifespanService
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import StdioMCPService
 
@@ -280,7 +280,8 @@ def test_site_watches_the_listening_port() -> None:
 
 def test_http_settings_reach_the_site() -> None:
     """Session cap, idle time, header and body timeouts, per-address limit and drain period."""
-    from gophergem.http.site import BoundedSite, SessionLimit
+    from gophergem.http.site import BoundedSite
+    from gophergem.mcp.sessions import SessionLimit
 
     config = attrs.evolve(
         OFFLINE,
@@ -419,18 +420,18 @@ def test_session_cap_counts_gophergem_principals(
     from mcp.server.auth.provider import AccessToken
 
     from gophergem.fetcher import Fetcher
-    from gophergem.http import site as web
+    from gophergem.http import endpoint
     from gophergem.mcp.auth import TokenFileVerifier, auth_settings
     from gophergem.mcp.server import build_server
 
     seen: dict[str, Any] = {}
-    original = web.mcp_resource
+    original = endpoint.mcp_resource
 
     def recording(*args: Any, **options: Any) -> Any:
         seen.update(options)
         return original(*args, **options)
 
-    monkeypatch.setattr(web, "mcp_resource", recording)
+    monkeypatch.setattr(endpoint, "mcp_resource", recording)
     url = "http://127.0.0.1:8000/mcp"
     verifier = TokenFileVerifier.from_path(str(tmp_path / "tokens.json"), url)
     server = build_server(

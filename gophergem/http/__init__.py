@@ -1,8 +1,13 @@
 """
 Everything C{twisted.web}: the HTTP side of the daemon.
 
-  - L{gophergem.http.site}: the bounded C{Site}, the ASGI bridge that hosts
-    the SDK's Streamable HTTP app, its lifespan, and the session cap;
+  - L{gophergem.http.site}: the bounded C{Site} (bounds on request heads,
+    bodies and connections; credentials kept out of the access log);
+  - L{gophergem.http.origin}: the C{Host}/C{Origin} checks (DNS rebinding);
+  - L{gophergem.http.asgi}: the ASGI bridge that hosts the SDK's Streamable
+    HTTP app, and its lifespan;
+  - L{gophergem.http.endpoint}: the MCP endpoint as a resource to mount,
+    behind the session cap of L{gophergem.mcp.sessions};
   - L{gophergem.http.discovery}: C{/health} and C{/.well-known/agent.gopher};
   - L{gophergem.http.secret_page}: the one-time pages that take a capsule's
     secret input.

@@ -42,7 +42,8 @@ from twisted.web.server import NOT_DONE_YET
 
 from gophergem._version import __version__
 from gophergem.config import Config
-from gophergem.http.site import foreign_request, refuse, transport_security
+from gophergem.http.origin import foreign_request, transport_security
+from gophergem.http.site import refuse
 from gophergem.mcp.policy import POLICY_URI, policy_text
 
 __all__ = [
@@ -88,7 +89,7 @@ class HealthResource(Directory):
     the replica out; never a URL or an error text.
 
     @param security: The accepted C{Host}/C{Origin} values (see
-        L{gophergem.http.site.transport_security}); loopback names by default.
+        L{gophergem.http.origin.transport_security}); loopback names by default.
     @param checks: Asks the backends; fires with the names of those that
         failed (empty when all answered).  C{None}: nothing to ask.
     """

@@ -61,8 +61,10 @@ from twisted.web.resource import IResource, Resource
 
 from gophergem.auth._idp import IdentityProviderUnavailable, VerifiedToken
 from gophergem.auth.tokens import TokenFile
+from gophergem.http.asgi import ASGIApp
 from gophergem.http.discovery import Directory
-from gophergem.http.site import ASGIApp, foreign_request, refuse
+from gophergem.http.origin import foreign_request
+from gophergem.http.site import refuse
 
 if TYPE_CHECKING:
     from gophergem.config import Config
