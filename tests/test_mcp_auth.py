@@ -1,7 +1,7 @@
 """
 Tests for L{gophergem.mcp.auth}: the token-file verifier, the SDK's bearer
 authentication around the endpoint's ASGI app, the Protected Resource
-Metadata, and the site's wiring of them (L{gophergem.service.build_site}).
+Metadata, and the site's wiring of them (L{gophergem.http.endpoint.build_site}).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from mcp.server.mcpserver import MCPServer
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import capturedLogs, formatEvent
 
-from gophergem import service
 from gophergem.auth.tokens import TokenFile, add_token
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
+from gophergem.http.endpoint import build_site
+from gophergem.http.listen import endpoint_security
 from gophergem.mcp.auth import (
     IdentityProviderUnavailable,
     ProtectedResourceMetadataResource,
@@ -229,11 +230,11 @@ def authed_site(verifier: Any, auth: Any) -> Any:
         token_verifier=verifier,
         auth=auth,
     )
-    site, _ = service.build_site(
+    site, _ = build_site(
         server,
         OFFLINE,
         MemoryReactorClock(),
-        security=service.endpoint_security("tcp:8000:interface=127.0.0.1"),
+        security=endpoint_security("tcp:8000:interface=127.0.0.1"),
         token_verifier=verifier,
     )
     return site
@@ -268,7 +269,7 @@ def test_site_serves_the_metadata_and_health(tokens_path: Path) -> None:
 
 def test_site_without_auth_has_no_metadata() -> None:
     """Without a token file there is no metadata document."""
-    site, _ = service.build_site(
+    site, _ = build_site(
         build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
         OFFLINE,
         MemoryReactorClock(),

@@ -242,7 +242,7 @@ def scope_principal(scope: MutableMapping[str, Any]) -> str | None:
     as the SDK binds sessions to it (client, issuer and subject of the
     token), or C{None} without a token.  The daemon passes
     L{gophergem.mcp.auth.principal_of}'s instead (see
-    L{gophergem.service.build_site}).
+    L{gophergem.http.endpoint.build_site}).
     """
     token = getattr(scope.get("user"), "access_token", None)
     if token is None:

@@ -1,5 +1,5 @@
 """
-The daemon's one-time pages for secret input (L{gophergem.service}): offered
+The daemon's one-time pages for secret input (L{gophergem.http.secret_input}): offered
 only on a loopback TCP bind, served under C{/input/} of its own site, never
 logged.
 """
@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from twisted.internet.task import Clock
 
+from gophergem.http.listen import page_host
+from gophergem.http.secret_input import SiteSecretInput
 from gophergem.http.secret_page import SecretPages
 from gophergem.http.site import BoundedSite
-from gophergem.service import SiteSecretInput, _page_host
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ from gophergem.service import SiteSecretInput, _page_host
     ],
 )
 def test_pages_only_on_loopback_tcp(endpoint: str, host: str | None) -> None:
-    assert _page_host(endpoint) == host
+    assert page_host(endpoint) == host
 
 
 def test_site_pages_use_the_base_once_listening() -> None:
