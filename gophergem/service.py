@@ -323,6 +323,7 @@ def makeService(
         raise ValueError(f"unknown transport {transport!r}")
     top = MultiService()
     if transport == "stdio":
+        from gophergem.http.secret_input import LoopbackSecretInput
         from gophergem.mcp.stdio import StdioMCPService
 
         if config.database_url is not None or config.redis_url is not None:
@@ -332,7 +333,14 @@ def makeService(
             )
         fetcher = Fetcher.from_config(config, reactor, resolver)
         # Service.setServiceParent is unannotated in Twisted.
-        stdio = StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config, early=early)
+        stdio = StdioMCPService(
+            fetcher,
+            reactor,
+            stdout_fd=stdout_fd,
+            config=config,
+            early=early,
+            secret_input=LoopbackSecretInput(reactor),
+        )
         stdio.setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
     http = _HTTPParts(config, reactor, resolver, endpoint, tuple(allowed_hosts))
