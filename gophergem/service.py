@@ -313,7 +313,8 @@ def makeService(
         (see L{gophergem.mcp.ready}); the stdio service takes over from it.
     @param endpoint: A strports description of where HTTP listens.
     @param allowed_hosts: Host names (optionally C{name:port}) HTTP clients
-        may address beyond the loopback names (see L{endpoint_security}).
+        may address beyond the loopback names (see
+        L{gophergem.http.listen.endpoint_security}).
     """
     if reactor is None:
         from twisted.internet import reactor as global_reactor

@@ -247,7 +247,7 @@ class ASGIResource(Resource):
     Requests are answered only while the resource is serving (see
     L{serving} and L{LifespanService}); before that and after shutdown they
     get 503.  Bodies over C{max_body_size} get 413 here too, for sites that
-    do not use L{BodyCappedRequest}.
+    do not use L{BodyCappedRequest<gophergem.http.site.BodyCappedRequest>}.
 
     @param app: The ASGI application (HTTP scopes only).
     @param lifespan: Returns the async context manager that must be active

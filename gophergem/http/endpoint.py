@@ -58,8 +58,8 @@ def mcp_resource(
     """
     The Streamable HTTP endpoint of C{server}, as a resource to mount anywhere.
 
-    Serve it together with a L{LifespanService}.  Build one per server: the
-    SDK's session manager it creates runs once.
+    Serve it together with a L{gophergem.http.asgi.LifespanService}.  Build
+    one per server: the SDK's session manager it creates runs once.
 
     @param security: The accepted C{Host}/C{Origin} values; by default
         loopback names on any port (see L{transport_security}).
@@ -71,7 +71,7 @@ def mcp_resource(
     @param guard: Wraps the endpoint's ASGI application, outermost (e.g.
         L{gophergem.mcp.auth.require_token}'s bearer authentication).
     @param principal_of: Whose a request is, for the session cap (see
-        L{SessionLimit}); by default L{scope_principal}.
+        L{SessionLimit}); by default L{gophergem.mcp.sessions.scope_principal}.
     """
     server.streamable_http_app(
         transport_security=security if security is not None else transport_security(),
