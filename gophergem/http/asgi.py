@@ -42,7 +42,6 @@ from gophergem.http.site import MAX_BODY_SIZE, _plain, _reason
 
 __all__ = [
     "DRAIN_SECONDS",
-    "SHUTDOWN_ERROR_CODE",
     "ASGIApp",
     "ASGIResource",
     "LifespanService",

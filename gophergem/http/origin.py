@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from mcp.server.transport_security import TransportSecuritySettings
 from twisted.web import server
 
-__all__ = ["LOOPBACK_HOSTS", "foreign_request", "transport_security"]
+__all__ = ["foreign_request", "transport_security"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
