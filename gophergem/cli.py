@@ -710,8 +710,9 @@ def _run(top: Any, *, announce: bool = False, reactor: Any = None) -> int:
         reactor = installed
     from twisted.logger import Logger
 
+    from gophergem.http.listen import ListenError
     from gophergem.mcp.stdio import StdioMCPService
-    from gophergem.service import ListenError, SharedStateService, StateStartError
+    from gophergem.service import SharedStateService, StateStartError
 
     try:
         top.privilegedStartService()

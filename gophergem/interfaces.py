@@ -42,6 +42,7 @@ __all__ = [
     "IPolicyBackend",
     "IResolver",
     "IResponseCache",
+    "ISecretInput",
     "ISlowDownBoard",
 ]
 
@@ -331,3 +332,33 @@ class IFeedStore(Interface):
 
     def mark_read(items: Iterable[tuple[str, str]]) -> int | Deferred[int]:
         """Mark the C{(feed_url, entry_url)} entries read; return how many were unread."""
+
+
+class ISecretInput(Interface):
+    """
+    Where the gemini tools ask a person for a capsule's secret input (a
+    status 11: a password, a token) outside the model's sight: a one-time
+    page the person opens, whose answer goes straight back to the tool and
+    never passes through MCP, a log or a store.
+
+    The stdio server serves its pages on an ephemeral loopback port
+    (L{gophergem.http.secret_input.LoopbackSecretInput}); the HTTP daemon
+    under its own site (L{gophergem.http.secret_input.SiteSecretInput}).
+    """
+
+    pages = Attribute(
+        "The pending pages: C{pages.cancel(token)} declines the page C{token} (its answer "
+        "fails with UserDeclined); an unknown, answered or expired token is ignored."
+    )
+
+    def open(prompt: str, capsule_url: str) -> Deferred[tuple[str, Deferred[str]]]:
+        """
+        Make a new page asking C{prompt} on behalf of C{capsule_url} (both
+        sanitised already).
+
+        @return: A Deferred firing with the page's full URL (its last path
+            segment is the page's token) and a Deferred of the answer given
+            on it, which fails with L{gophergem.errors.InputTimeout} or
+            L{gophergem.errors.UserDeclined} when there is none.  The first
+            fails when no page can be offered now.
+        """

@@ -4,37 +4,41 @@ All the wiring: configuration in, a tree of Twisted services out.
 
 L{makeService} builds the fetch pipeline (L{Fetcher.from_config}) and puts
 the MCP endpoint on top: on stdin and stdout
-(L{gophergem.mcp.stdio.StdioMCPService}), or over
-Streamable HTTP in a C{twisted.web} site that also serves C{/health} and
-C{/.well-known/agent.gopher} (L{build_site}).  This is the only module that
-decides which concrete providers are used; nothing binds or connects until
-a service starts.  L{install_asyncio_reactor} installs the reactor the MCP
+(L{gophergem.mcp.stdio.StdioMCPService}), or over Streamable HTTP in a
+C{twisted.web} site that also serves C{/health} and
+C{/.well-known/agent.gopher} (L{gophergem.http.endpoint.build_site}).  This
+is the only module that decides which concrete providers are used; nothing
+binds or connects until a service starts.  L{install_asyncio_reactor} installs the reactor the MCP
 layer needs, for the console script and C{twistd}.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService, Service
-from twisted.internet.defer import CancelledError, Deferred, fail, succeed
-from twisted.internet.error import CannotListenError
+from twisted.internet.defer import CancelledError, Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
+from gophergem.config import DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
+from gophergem.http.listen import (
+    HTTPListenService,
+    ListenError,
+    endpoint_security,
+    page_host,
+    public_url,
+    with_backlog,
+)
 from gophergem.interfaces import IResolver
 from gophergem.mcp.ready import EarlyResponder, reserve_stdout
 from gophergem.state import settle
@@ -42,29 +46,17 @@ from gophergem.state import settle
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from collections.abc import Callable
 
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.transport_security import TransportSecuritySettings
-
     from gophergem.feeds.follow import Follower
     from gophergem.http.guard import BearerVerifier
-    from gophergem.mcp.web import ASGIResource, BoundedSite
 
 __all__ = [
     "FeedCheckService",
-    "HTTPListenService",
-    "ListenError",
     "SharedStateService",
     "StateStartError",
     "TokenReloadService",
-    "build_site",
-    "check_http_settings",
-    "endpoint_security",
     "install_asyncio_reactor",
-    "listen_problem",
     "makeService",
-    "public_url",
     "reserve_stdout",
-    "with_backlog",
 ]
 
 
@@ -252,305 +244,8 @@ def install_asyncio_reactor() -> bool:
     return True
 
 
-def _strport_parts(description: str) -> tuple[str, list[str], dict[str, str]]:
-    """Split a strports description on unescaped colons: type, arguments, options."""
-    parts, current, chars = [], [], iter(description)
-    for char in chars:
-        if char == "\\":
-            current.append(next(chars, ""))
-        elif char == ":":
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    kind, positional, named = parts[0].lower(), [], {}
-    for part in parts[1:]:
-        key, equals, value = part.partition("=")
-        if equals:
-            named[key] = value
-        else:
-            positional.append(part)
-    return kind, positional, named
-
-
-class ListenError(Exception):
-    """The HTTP endpoint could not listen; the message is one line saying why."""
-
-
-class HTTPListenService(StreamServerEndpointService):
-    """
-    Listens for the HTTP transport; failing to listen is a one-line error.
-
-    A port already in use, or one this user may not bind, raises
-    L{ListenError} naming the endpoint and the reason.  With
-    C{exit_on_error} set (as under C{twistd -n}), that line is written to
-    standard error and the process exits with status 2 instead: a user
-    error, not a traceback.  With C{daemonized} set (C{twistd} without
-    C{-n}), the line goes to the log and the error raised names the address
-    in few words: twistd shows the daemon's parent only the first 100 bytes
-    of it (usually L{listen_problem} has caught the problem before twistd
-    daemonized).
-    """
-
-    exit_on_error = False
-    daemonized = False
-
-    def __init__(self, endpoint: Any, factory: Any, description: str) -> None:
-        super().__init__(endpoint, factory)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        self.description = description
-        self._raiseSynchronously = True  # as strports.service does: fail at start-up
-
-    listening: Any = None
-    """The listening port (C{IListeningPort}) once listening, else C{None}."""
-
-    def privilegedStartService(self) -> None:
-        try:
-            super().privilegedStartService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-            if self._waitingForPort is not None:
-                self._waitingForPort.addCallback(self._listening)
-        except (CannotListenError, OSError) as error:
-            # A unix: socket in a missing directory raises a bare OSError.
-            cause = error.socketError if isinstance(error, CannotListenError) else error
-            reason = getattr(cause, "strerror", None) or str(cause)
-            message = f"cannot listen on {self.description}: {reason}"
-            if self.daemonized and not self.exit_on_error:
-                Logger().error("gophergem {message}", message=message)
-                where = _short_address(self.description)
-                raise ListenError(f"cannot listen on {where}: {reason}") from None
-            if not self.exit_on_error:
-                raise ListenError(message) from None
-            Logger().error("gophergem {message}", message=message)
-            stream = sys.__stderr__
-            if stream is not None:
-                stream.write(f"gophergem: {message}\n")
-                stream.flush()
-            raise SystemExit(2) from None
-
-    def _listening(self, port: Any) -> Any:
-        self.listening = port
-        watch = getattr(self.factory, "watch_port", None)
-        if watch is not None:
-            # The site pauses accepting near the file descriptor limit.
-            watch(port)
-        return port
-
-
-def _tcp_address(endpoint: str) -> tuple[str, str, int] | None:
-    """The kind, interface and fixed port of a C{tcp}/C{tcp6}/C{ssl} endpoint, else C{None}."""
-    kind, positional, named = _strport_parts(endpoint)
-    if kind not in ("tcp", "tcp6", "ssl"):
-        return None
-    port_text = named.get("port", positional[0] if positional else "")
-    if not port_text.isdigit() or int(port_text) == 0:
-        return None
-    interface = named.get("interface", positional[2] if len(positional) > 2 else "")
-    return kind, interface.strip("[]"), int(port_text)
-
-
-def _short_address(endpoint: str) -> str:
-    """C{endpoint} in few words: C{127.0.0.1:8000}, C{port 8000}, else as given."""
-    address = _tcp_address(endpoint)
-    if address is None:
-        return endpoint
-    _, interface, port = address
-    if not interface:
-        return f"port {port}"
-    return f"[{interface}]:{port}" if ":" in interface else f"{interface}:{port}"
-
-
-def listen_problem(endpoint: str) -> str | None:
-    """
-    Why C{endpoint} cannot listen, found by binding (and closing) a socket
-    the way Twisted will, or C{None} when it can, or when that cannot be
-    known beforehand (not a TCP endpoint, an ephemeral port, no IPv6).
-
-    For C{twistd} without C{-n}: checked before it daemonizes, a port in use
-    is one line from the process the user started, not a message passed up
-    from the daemon.
-    """
-    address = _tcp_address(endpoint)
-    if address is None:
-        return None
-    kind, interface, port = address
-    family = socket.AF_INET6 if kind == "tcp6" or ":" in interface else socket.AF_INET
-    if not interface:
-        interface = "::" if family == socket.AF_INET6 else ""
-    try:
-        probe = socket.socket(family, socket.SOCK_STREAM)
-    except OSError:
-        return None
-    with probe:
-        if sys.platform != "win32":
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Twisted does
-        try:
-            probe.bind((interface, port))
-        except OSError as error:
-            return f"cannot listen on {endpoint}: {error.strerror or error}"
-    return None
-
-
-def with_backlog(endpoint: str, backlog: int = DEFAULT_BACKLOG) -> str:
-    """
-    C{endpoint} with a C{backlog=} option, unless it is not a listening
-    socket type that takes one (C{tcp}, C{tcp6}, C{ssl}, C{unix}) or names
-    its own.
-    """
-    kind, _, named = _strport_parts(endpoint)
-    if kind not in ("tcp", "tcp6", "ssl", "unix") or "backlog" in named:
-        return endpoint
-    return f"{endpoint}:backlog={backlog}"
-
-
-def _bind_facts(endpoint: str) -> tuple[bool, int | None]:
-    """Whether C{endpoint} listens on loopback only, and its fixed port if it has one."""
-    kind, positional, named = _strport_parts(endpoint)
-    if kind == "unix":
-        return True, None
-    if kind not in ("tcp", "tcp6", "ssl"):
-        return False, None
-    port_text = named.get("port", positional[0] if positional else "")
-    port = int(port_text) if port_text.isdigit() and int(port_text) > 0 else None
-    interface = named.get("interface", positional[2] if len(positional) > 2 else "")
-    if interface.lower() == "localhost":
-        return True, port
-    try:
-        return ipaddress.ip_address(interface.strip("[]")).is_loopback, port
-    except ValueError:
-        return False, port
-
-
-def endpoint_security(
-    endpoint: str, allowed_hosts: tuple[str, ...] | list[str] = ()
-) -> TransportSecuritySettings:
-    """
-    The DNS-rebinding protection for an HTTP endpoint.
-
-    Loopback names are accepted (on the endpoint's port when it names a
-    fixed loopback one), plus each of C{allowed_hosts}.  A bind beyond
-    loopback with no C{allowed_hosts} accepts only loopback names, which is
-    logged: clients reaching it by another name get 421.
-    """
-    from gophergem.mcp.web import transport_security
-
-    loopback, port = _bind_facts(endpoint)
-    if not loopback and not allowed_hosts:
-        Logger().warn(
-            "{endpoint} is not a loopback-only bind, but no --allowed-host was given: only "
-            "requests addressed to 127.0.0.1, localhost or [::1] will be served",
-            endpoint=endpoint,
-        )
-    return transport_security(port if loopback else None, allowed_hosts)
-
-
 DEFAULT_FEEDS_CHECK_SECONDS = 3600
 """How often the daemon checks every subscription unless told otherwise (never in stdio mode)."""
-
-INPUT_PATH = "input"
-"""Where the daemon serves the one-time pages for secret input (C{/input/<token>})."""
-
-
-@attrs.define(eq=False)
-class SiteSecretInput:
-    """
-    The daemon's one-time pages for a capsule's secret input, served by its
-    own site under C{/input/} (see L{gemini_tools<gophergem.mcp.gemini_tools>}):
-    offered only when the daemon listens on loopback alone, so that whoever
-    opens a page is on this machine.
-
-    @ivar base: Gives the pages' base URL (C{http://127.0.0.1:PORT/input/})
-        once the daemon listens.
-    """
-
-    pages: Any
-    base: Callable[[], str | None]
-
-    def open(self, prompt: str, capsule_url: str) -> Deferred[tuple[str, Deferred[str]]]:
-        """A new page: its URL, and a Deferred of the answer given on it."""
-        base = self.base()
-        if base is None:
-            return fail(RuntimeError("the daemon is not listening yet"))
-        token, answer = self.pages.open(prompt, capsule_url)
-        return succeed((base + token, answer))
-
-
-def _page_host(endpoint: str) -> str | None:
-    """The host a browser uses to reach a loopback TCP endpoint, or C{None} (no page offered)."""
-    kind, positional, named = _strport_parts(endpoint)
-    loopback, _ = _bind_facts(endpoint)
-    if kind not in ("tcp", "tcp6") or not loopback:
-        return None
-    interface = named.get("interface", positional[2] if len(positional) > 2 else "")
-    interface = interface.strip("[]")
-    if interface.lower() == "localhost":
-        return "127.0.0.1"
-    return f"[{interface}]" if ":" in interface else interface
-
-
-def public_url(endpoint: str, config: Config) -> str:
-    """
-    The MCP endpoint's URL as clients reach it: C{GOPHERGEM_PUBLIC_URL}
-    when set, else C{http://<host>:<port>/mcp} for a loopback TCP endpoint
-    on a fixed port.
-
-    @raise ValueError: With one line saying what to set, when it is not set
-        and the endpoint is not such a loopback one.
-    """
-    if config.public_url is not None:
-        return config.public_url
-    host = _page_host(endpoint)
-    _, port = _bind_facts(endpoint)
-    if host is None or port is None:
-        raise ValueError(
-            f"{endpoint} is not a loopback TCP endpoint on a fixed port: set "
-            "GOPHERGEM_PUBLIC_URL (--gophergem-public-url) to the URL clients use for /mcp "
-            "(https://mcp.example.org/mcp) when authentication is configured."
-        )
-    return f"http://{host}:{port}/mcp"
-
-
-def check_http_settings(endpoint: str, config: Config) -> None:
-    """
-    Check, before anything starts, the HTTP settings that can only be
-    judged together or by reading a file: the public URL authentication
-    needs, the introspection client's id and secret, the request-state key
-    file, and the database key.
-
-    @raise ValueError: One line naming what is wrong (never a secret).
-    """
-    if (
-        config.auth_tokens_file is not None
-        or config.auth_issuer is not None
-        or config.auth_introspection_url is not None
-    ):
-        public_url(endpoint, config)
-    if config.auth_introspection_url is not None:
-        if (config.auth_client_id is None) != (config.auth_client_secret_file is None):
-            raise ValueError(
-                "GOPHERGEM_AUTH_CLIENT_ID and GOPHERGEM_AUTH_CLIENT_SECRET_FILE go together: "
-                "set both (or neither) for the introspection endpoint"
-            )
-        if config.auth_client_secret_file is not None:
-            from gophergem.auth.introspection import read_secret
-
-            read_secret(config.auth_client_secret_file)
-    if config.request_state_keys_file is not None:
-        from gophergem.errors import GophergemError
-        from gophergem.state.keys import read_key_ring
-
-        try:
-            read_key_ring(config.request_state_keys_file)
-        except GophergemError as error:
-            raise ValueError(f"GOPHERGEM_REQUEST_STATE_KEYS_FILE: {error.message}") from None
-    if config.database_url is not None and config.gemini.client_certs_enabled:
-        if config.database_key_file is None:
-            raise ValueError(
-                "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client identities' "
-                "private keys in the database (or set GEMINI_CLIENT_CERTS_ENABLED=false)"
-            )
-        from gophergem.state.postgres import load_database_key
-
-        load_database_key(config.database_key_file)
 
 
 class TokenReloadService(Service):
@@ -582,101 +277,6 @@ class TokenReloadService(Service):
     def _hangup(self, signum: int, frame: Any) -> None:
         Logger().info("SIGHUP: reloading the token file")
         self.reactor.callFromThread(self.verifier.reload)
-
-
-def build_site(
-    server: MCPServer[Any],
-    config: Config,
-    reactor: IReactorTime,
-    *,
-    security: TransportSecuritySettings | None = None,
-    secret_pages: Any = None,
-    token_verifier: BearerVerifier | None = None,
-    health_checks: Callable[[], Deferred[list[str]]] | None = None,
-) -> tuple[BoundedSite, ASGIResource]:
-    """
-    The web site of the HTTP transport, and its MCP resource.
-
-    The site serves the MCP endpoint at C{/mcp}, C{/health},
-    C{/.well-known/agent.gopher} and C{/.well-known/agent/}, all under the
-    same C{Host}/C{Origin} rules (C{security}); the resource needs a
-    L{gophergem.mcp.web.LifespanService} running beside it.  The
-    configuration bounds sessions, the time to send request headers and
-    bodies, and the connections from one address.
-    With C{secret_pages} (a L{gophergem.mcp.secret_page.SecretPages}), the
-    one-time pages for a capsule's secret input are served under
-    C{/input/}, and no request there is logged.  With a C{token_verifier}
-    (and C{server} built with the matching auth settings), C{/mcp} needs a
-    bearer token and the site serves the endpoint's Protected Resource
-    Metadata; C{/health} stays open, the discovery root shows only its
-    minimum and its drill-down needs the token too.
-    """
-    from gophergem.mcp.discovery import Directory, add_discovery
-    from gophergem.mcp.web import BoundedSite, mcp_resource, transport_security
-
-    if security is None:
-        security = transport_security()
-    auth = server.settings.auth
-    guard = principal = None
-    if token_verifier is not None:
-        from gophergem.auth.principals import principal_of
-        from gophergem.http.guard import require_token
-
-        if auth is None:
-            raise ValueError("a token verifier needs a server built with auth settings")
-        verifier = token_verifier
-
-        def guard(app: Any) -> Any:
-            return require_token(app, server, verifier)
-
-        def principal(scope: Any) -> str | None:
-            # The session cap counts and closes sessions per principal.
-            token = getattr(scope.get("user"), "access_token", None)
-            return principal_of(token) if token is not None else None
-
-    resource = mcp_resource(
-        server,
-        security=security,
-        max_sessions=config.http_max_sessions,
-        session_idle_seconds=config.http_session_idle_seconds,
-        guard=guard,
-        principal_of=principal,
-    )
-    root = Directory()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    root.putChild(b"mcp", resource)
-    if secret_pages is not None:
-        root.putChild(INPUT_PATH.encode(), secret_pages.resource)
-    discovery_guard = None
-    if token_verifier is not None and auth is not None:
-        from gophergem.http.guard import BearerGuardResource
-
-        checker, settings = token_verifier, auth
-
-        def discovery_guard(inner: Any) -> Any:
-            return BearerGuardResource(inner, checker, settings, security)
-
-    add_discovery(
-        root,
-        server,
-        config,
-        mcp_path="/mcp",
-        security=security,
-        guard=discovery_guard,
-        health_checks=health_checks,
-    )
-    if token_verifier is not None and auth is not None:
-        from gophergem.http.guard import mount_metadata
-
-        mount_metadata(root, auth, security)
-    site = BoundedSite(
-        root,
-        header_timeout=config.http_header_timeout_seconds,
-        body_timeout=config.http_body_timeout_seconds,
-        max_connections_per_address=config.http_max_connections_per_address,
-        reactor=reactor,
-        unlogged=(f"/{INPUT_PATH}/".encode(),),
-    )
-    return site, resource
 
 
 def _announce(server: Any, uri: str, principal: str | None = None) -> None:
@@ -713,7 +313,8 @@ def makeService(
         (see L{gophergem.mcp.ready}); the stdio service takes over from it.
     @param endpoint: A strports description of where HTTP listens.
     @param allowed_hosts: Host names (optionally C{name:port}) HTTP clients
-        may address beyond the loopback names (see L{endpoint_security}).
+        may address beyond the loopback names (see
+        L{gophergem.http.listen.endpoint_security}).
     """
     if reactor is None:
         from twisted.internet import reactor as global_reactor
@@ -723,6 +324,7 @@ def makeService(
         raise ValueError(f"unknown transport {transport!r}")
     top = MultiService()
     if transport == "stdio":
+        from gophergem.http.secret_input import LoopbackSecretInput
         from gophergem.mcp.stdio import StdioMCPService
 
         if config.database_url is not None or config.redis_url is not None:
@@ -732,7 +334,14 @@ def makeService(
             )
         fetcher = Fetcher.from_config(config, reactor, resolver)
         # Service.setServiceParent is unannotated in Twisted.
-        stdio = StdioMCPService(fetcher, reactor, stdout_fd=stdout_fd, config=config, early=early)
+        stdio = StdioMCPService(
+            fetcher,
+            reactor,
+            stdout_fd=stdout_fd,
+            config=config,
+            early=early,
+            secret_input=LoopbackSecretInput(reactor),
+        )
         stdio.setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
     http = _HTTPParts(config, reactor, resolver, endpoint, tuple(allowed_hosts))
@@ -768,9 +377,11 @@ class _HTTPParts:
 
         from gophergem.auth.principals import Principals
         from gophergem.feeds.follow import Follower
+        from gophergem.http.asgi import LifespanService
+        from gophergem.http.endpoint import INPUT_PATH, build_site, health_checks
+        from gophergem.http.secret_input import SiteSecretInput
         from gophergem.mcp.feed_tools import UPDATES_URI
         from gophergem.mcp.server import build_server
-        from gophergem.mcp.web import LifespanService
 
         config, reactor, endpoint = self.config, self.reactor, self.endpoint
         fetcher = Fetcher.from_config(
@@ -782,10 +393,10 @@ class _HTTPParts:
             policy=policy,
         )
         follower = Follower(fetcher, state.feeds(None))
-        page_host = _page_host(endpoint)
+        host = page_host(endpoint)
         pages = secret_input = listener = None
-        if page_host is not None:
-            from gophergem.mcp.secret_page import SecretPages
+        if host is not None:
+            from gophergem.http.secret_page import SecretPages
 
             pages = SecretPages(reactor)
 
@@ -793,7 +404,7 @@ class _HTTPParts:
                 port = listener.listening if listener is not None else None
                 if port is None:
                     return None
-                return f"http://{page_host}:{port.getHost().port}/{INPUT_PATH}/"
+                return f"http://{host}:{port.getHost().port}/{INPUT_PATH}/"
 
             secret_input = SiteSecretInput(pages, base)
         verifier = None
@@ -838,7 +449,7 @@ class _HTTPParts:
             server.relay = relay
         checks = None
         if policy is not None or config.database_url is not None:
-            checks = _health_checks(state if config.database_url is not None else None, policy)
+            checks = health_checks(state if config.database_url is not None else None, policy)
         site, resource = build_site(
             server,
             config,
@@ -887,28 +498,6 @@ class _HTTPParts:
                 feed_checks.on_checked_for = lambda p: _announce(server, UPDATES_URI, p)
             feed_checks.setName("feeds")  # type: ignore[no-untyped-call]  # Twisted: unannotated
             feed_checks.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-
-
-def _health_checks(state: Any, policy: Any) -> Callable[[], Deferred[list[str]]]:
-    """What C{/health} asks: each shared backend, named by kind when it fails."""
-
-    async def failing() -> list[str]:
-        failed = []
-        for name, backend in (("postgresql", state), ("redis", policy)):
-            if backend is None or not hasattr(backend, "health"):
-                continue
-            try:
-                report = await settle(backend.health())
-            except Exception:
-                report = {"ok": False}
-            if not report.get("ok"):
-                failed.append(name)
-        return failed
-
-    def checks() -> Deferred[list[str]]:
-        return Deferred.fromCoroutine(failing())
-
-    return checks
 
 
 class SharedStateService(MultiService):

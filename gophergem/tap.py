@@ -119,7 +119,7 @@ class Options(usage.Options):
         _ensure_asyncio_reactor()
         if self["transport"] == "http":
             _check_endpoint(self["endpoint"])
-            from gophergem.service import check_http_settings
+            from gophergem.http.listen import check_http_settings
 
             try:
                 check_http_settings(self["endpoint"], self["config"])
@@ -291,13 +291,13 @@ def exit_if_cannot_listen(endpoint: str) -> None:
     End the process with one line on standard error and status 2 when
     C{endpoint} cannot listen (a port in use, one this user may not bind),
     as far as that can be known before listening (see
-    L{gophergem.service.listen_problem}).
+    L{gophergem.http.listen.listen_problem}).
 
     Daemonized, twistd would report a failure to listen from inside the
     daemon, as the first 100 bytes of a Python bytes literal; checked
     before, it is the same line as in the foreground.
     """
-    from gophergem.service import listen_problem
+    from gophergem.http.listen import listen_problem
 
     problem = listen_problem(endpoint)
     if problem is None:
@@ -312,7 +312,7 @@ def exit_on_listen_error(top: MultiService, enabled: bool = True) -> None:
     """
     Make the HTTP listener of C{top} (from L{gophergem.service.makeService})
     end the process with one line and status 2 when it cannot listen,
-    instead of raising L{gophergem.service.ListenError}; and a replica's
+    instead of raising L{gophergem.http.listen.ListenError}; and a replica's
     shared state, with status 1 when it cannot be reached, instead of
     raising L{gophergem.service.StateStartError}.
     """

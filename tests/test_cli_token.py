@@ -1,7 +1,7 @@
 """
 Tests for C{gophergem token add|remove|list} (L{gophergem.cli}) and for how
 the HTTP transport is refused when authentication has no public URL
-(L{gophergem.service.public_url}, L{gophergem.tap}).
+(L{gophergem.http.listen.public_url}, L{gophergem.tap}).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from gophergem import service, tap
 from gophergem.auth.tokens import TokenFile, hash_token, list_tokens
 from gophergem.cli import main
 from gophergem.config import Config
+from gophergem.http import listen
 
 
 @pytest.fixture(autouse=True)
@@ -161,7 +162,7 @@ def test_damaged_file(env: dict[str, str], capsys: pytest.CaptureFixture[str]) -
 )
 def test_public_url_default(endpoint: str, url: str) -> None:
     """On a loopback TCP port, the public URL defaults to that address's /mcp."""
-    assert service.public_url(endpoint, Config()) == url
+    assert listen.public_url(endpoint, Config()) == url
 
 
 @pytest.mark.parametrize(
@@ -170,9 +171,9 @@ def test_public_url_default(endpoint: str, url: str) -> None:
 def test_public_url_needed(endpoint: str) -> None:
     """Beyond loopback, on no fixed port or a socket, GOPHERGEM_PUBLIC_URL is needed."""
     with pytest.raises(ValueError, match="GOPHERGEM_PUBLIC_URL"):
-        service.public_url(endpoint, Config())
+        listen.public_url(endpoint, Config())
     config = Config(public_url="https://mcp.example.org/mcp")
-    assert service.public_url(endpoint, config) == "https://mcp.example.org/mcp"
+    assert listen.public_url(endpoint, config) == "https://mcp.example.org/mcp"
 
 
 def test_tap_refuses_auth_without_public_url() -> None:

@@ -2,7 +2,7 @@
 Tests for L{gophergem.http.guard}: the SDK's token verifier over ours, the
 SDK's bearer authentication around the endpoint's ASGI app, the Protected
 Resource Metadata, the discovery guard, and the site's wiring of them
-(L{gophergem.service.build_site}).
+(L{gophergem.http.endpoint.build_site}).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from mcp.server.mcpserver import MCPServer
 from twisted.internet.testing import MemoryReactorClock
 from twisted.logger import capturedLogs, formatEvent
 
-from gophergem import service
 from gophergem.auth.idp import IdentityProviderUnavailable
 from gophergem.auth.tokens import add_token
 from gophergem.auth.verifiers import CombinedVerifier, TokenFileVerifier
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
+from gophergem.http.endpoint import build_site
 from gophergem.http.guard import (
     BearerVerifier,
     ProtectedResourceMetadataResource,
@@ -31,6 +31,7 @@ from gophergem.http.guard import (
     metadata_path,
     require_token,
 )
+from gophergem.http.listen import endpoint_security
 from gophergem.mcp.server import build_server
 from tests.web_helpers import Wire, request_bytes, run, until
 
@@ -212,11 +213,11 @@ def authed_site(verifier: Any, auth: Any) -> Any:
         token_verifier=verifier,
         auth=auth,
     )
-    site, _ = service.build_site(
+    site, _ = build_site(
         server,
         OFFLINE,
         MemoryReactorClock(),
-        security=service.endpoint_security("tcp:8000:interface=127.0.0.1"),
+        security=endpoint_security("tcp:8000:interface=127.0.0.1"),
         token_verifier=verifier,
     )
     return site
@@ -251,7 +252,7 @@ def test_site_serves_the_metadata_and_health(tokens_path: Path) -> None:
 
 def test_site_without_auth_has_no_metadata() -> None:
     """Without a token file there is no metadata document."""
-    site, _ = service.build_site(
+    site, _ = build_site(
         build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
         OFFLINE,
         MemoryReactorClock(),

@@ -38,6 +38,8 @@ from gophergem.client.connect import Connector, ReactorResolver, _Collector, _Ve
 from gophergem.client.gemini import GeminiClientProtocol
 from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.fetcher import Fetcher
+from gophergem.http.secret_input import LoopbackSecretInput, SiteSecretInput
+from gophergem.http.secret_page import SecretPages
 from gophergem.mcp.stdio import StdioMCPProtocol
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
@@ -106,6 +108,8 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
     MemoryFeedStore: lambda tmp: MemoryFeedStore(),
     Fetcher: lambda tmp: MemoryNetwork().fetcher(),
     StdioMCPProtocol: lambda tmp: StdioMCPProtocol(server=None, clock=Clock()),
+    LoopbackSecretInput: lambda tmp: LoopbackSecretInput(MemoryReactorClock()),
+    SiteSecretInput: lambda tmp: SiteSecretInput(SecretPages(Clock()), lambda: None),
     ResponseCache: lambda tmp: ResponseCache(Clock()),
     LocalPolicy: lambda tmp: LocalPolicy(),
     HostPacer: lambda tmp: HostPacer(Clock(), 60),

@@ -18,11 +18,14 @@ from pathlib import Path
 
 import pytest
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
 from zope.interface import Interface
 from zope.interface.verify import verifyObject
 
 from gophergem import interfaces
 from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
+from gophergem.http.secret_input import LoopbackSecretInput, SiteSecretInput
+from gophergem.http.secret_page import SecretPages
 from gophergem.interfaces import (
     IAddressPolicy,
     IConcurrencyCap,
@@ -34,6 +37,7 @@ from gophergem.interfaces import (
     IPolicyBackend,
     IResolver,
     IResponseCache,
+    ISecretInput,
     ISlowDownBoard,
 )
 from gophergem.policy.cache import ResponseCache
@@ -73,6 +77,12 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
     ),
     (IFeedStore, "DeferringStore(feeds)", lambda tmp: DeferringStore(MemoryFeedStore(), Clock())),
     (IResponseCache, "DeferringStore(cache)", lambda tmp: DeferringStore(ResponseCache(Clock()))),
+    (ISecretInput, "LoopbackSecretInput", lambda tmp: LoopbackSecretInput(MemoryReactorClock())),
+    (
+        ISecretInput,
+        "SiteSecretInput",
+        lambda tmp: SiteSecretInput(SecretPages(Clock()), lambda: None),
+    ),
 ]
 
 #: Providers verified elsewhere, because they live in modules this issue is

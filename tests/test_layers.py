@@ -190,14 +190,15 @@ WIRING = ("cli.py", "tap.py", "service.py", "__main__.py")
 
 @pytest.mark.parametrize(
     "path",
-    [p for p in modules("**/*.py") if "mcp" not in p.parts and "http" not in p.parts],
+    [p for p in modules("**/*.py") if not {"mcp", "http"} & set(p.relative_to(PACKAGE).parts)],
     ids=lambda p: str(p.relative_to(PACKAGE)),
 )
 def test_only_mcp_imports_the_sdk(path: Path) -> None:
     """
-    Only the mcp package, and the http package that serves it, import the
-    MCP SDK, anyio or pydantic, even lazily; asyncio only there, in the
-    wiring (which installs the asyncio reactor) and in the shared-state
+    Only the mcp package, and the http package that serves the SDK's
+    Streamable HTTP app (and checks C{Host}/C{Origin} with its settings),
+    import the MCP SDK, anyio or pydantic, even lazily; asyncio only there, in
+    the wiring (which installs the asyncio reactor) and in the shared-state
     backends under gophergem/state/ (asyncio drivers).
     """
     for found in runtime_imports(path):
@@ -232,6 +233,25 @@ def test_auth_knows_neither_mcp_nor_the_web_server(path: Path) -> None:
         )
         if target == "twisted.web" or target.startswith("twisted.web."):
             assert target.startswith(WEB_CLIENT), f"{relative(path)}:{found.line} imports {target}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in modules("**/*.py") if "http" not in p.relative_to(PACKAGE).parts],
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_only_http_imports_twisted_web(path: Path) -> None:
+    """
+    Only gophergem/http/ imports twisted.web, even lazily or for types; the
+    auth package may use its HTTP client (L{WEB_CLIENT}) to reach an identity
+    provider.
+    """
+    for found in imports_in(path):
+        if not (found.target == "twisted.web" or found.target.startswith("twisted.web.")):
+            continue
+        if path.is_relative_to(PACKAGE / "auth") and found.target.startswith(WEB_CLIENT):
+            continue
+        raise AssertionError(f"{relative(path)}:{found.line} imports {found.target}")
 
 
 @pytest.mark.parametrize("path", modules("**/*.py"), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -293,7 +313,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # authenticated caller's view of the fetcher and follower (auth.principals).
     ("capsules", ("gophergem.feeds.follow", "gophergem.search", "gophergem.auth.principals")),
     ("mcp", ("gophergem.mcp",)),
-    # twisted.web: the HTTP endpoint around the MCP server.
+    # The twisted.web side mounts the MCP endpoint (and builds the daemon's
+    # site around it), so it sits above mcp/.
     ("http", ("gophergem.http",)),
     (
         "wiring",

@@ -23,6 +23,7 @@ from gophergem.errors import FeedStoreUnavailable, FetchTimeout
 from gophergem.feeds.follow import FeedError, Follower
 from gophergem.feeds.parse import Entry
 from gophergem.feeds.store import MemoryFeedStore
+from gophergem.http.endpoint import health_checks
 from gophergem.service import FeedCheckService
 from gophergem.testing import FakeGeminiServer, MemoryNetwork
 
@@ -381,11 +382,9 @@ def test_health_checks_name_the_failing_backends() -> None:
             return self.answer
 
     found: list[object] = []
-    service._health_checks(Backend({"ok": True}), Backend({"ok": False}))().addCallback(
-        found.append
-    )
-    service._health_checks(Backend(RuntimeError("down")), None)().addCallback(found.append)
-    service._health_checks(object(), Backend({"ok": True}))().addCallback(found.append)
+    health_checks(Backend({"ok": True}), Backend({"ok": False}))().addCallback(found.append)
+    health_checks(Backend(RuntimeError("down")), None)().addCallback(found.append)
+    health_checks(object(), Backend({"ok": True}))().addCallback(found.append)
     assert found == [["redis"], ["postgresql"], []]
 
 

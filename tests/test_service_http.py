@@ -6,25 +6,22 @@ the .tac's environment variables, and the service tree they build.
 
 from __future__ import annotations
 
-import io
-import sys
 from typing import Any
 
 import attrs
 import pytest
 from twisted.application.internet import StreamServerEndpointService
-from twisted.internet.defer import Deferred, fail
-from twisted.internet.error import CannotListenError
 from twisted.internet.testing import MemoryReactorClock
-from twisted.logger import capturedLogs
 from twisted.python import usage
 
 from gophergem import service, tap
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
+from gophergem.http import endpoint
+from gophergem.http.asgi import LifespanService
+from gophergem.http.listen import endpoint_security
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import StdioMCPService
-from gophergem.mcp.web import LifespanService
 
 
 @pytest.fixture(autouse=True)
@@ -128,50 +125,6 @@ def test_options_from_env_errors(environ: dict[str, str]) -> None:
         tap.options_from_env(environ)
 
 
-# --- where the endpoint listens ----------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("endpoint", "facts"),
-    [
-        ("tcp:8000:interface=127.0.0.1", (True, 8000)),
-        ("tcp:0:interface=127.0.0.1", (True, None)),
-        ("tcp:port=8001:interface=localhost", (True, 8001)),
-        ("tcp6:8000:interface=\\:\\:1", (True, 8000)),
-        ("tcp:8000:interface=127.0.0.2", (True, 8000)),
-        ("unix:/run/gophergem.sock", (True, None)),
-        ("tcp:8000", (False, 8000)),
-        ("tcp:8000:interface=0.0.0.0", (False, 8000)),
-        ("tcp6:8000:interface=\\:\\:", (False, 8000)),
-        ("ssl:443:privateKey=key.pem:certKey=cert.pem", (False, 443)),
-        ("systemd:domain=INET:index=0", (False, None)),
-    ],
-)
-def test_bind_facts(endpoint: str, facts: tuple[bool, int | None]) -> None:
-    """Loopback-only binds are recognised, with their fixed port."""
-    assert service._bind_facts(endpoint) == facts
-
-
-def test_loopback_endpoint_security() -> None:
-    """A loopback bind on a fixed port accepts loopback names on that port only."""
-    settings = service.endpoint_security("tcp:8000:interface=127.0.0.1")
-    assert settings.allowed_hosts == ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"]
-
-
-def test_public_endpoint_security() -> None:
-    """A bind beyond loopback accepts the allowed names, and loopback names on any port."""
-    settings = service.endpoint_security("tcp:8000", ("mcp.example.org",))
-    assert "mcp.example.org" in settings.allowed_hosts
-    assert "127.0.0.1:*" in settings.allowed_hosts
-
-
-def test_public_endpoint_without_names_is_logged() -> None:
-    """Binding beyond loopback with no --allowed-host logs what clients will see."""
-    with capturedLogs() as events:
-        service.endpoint_security("tcp:8000")
-    assert any("--allowed-host" in str(e.get("log_format")) for e in events)
-
-
 # --- the service tree ---------------------------------------------------------------
 
 
@@ -236,21 +189,6 @@ def test_tap_builds_http(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    ("endpoint", "expected"),
-    [
-        ("tcp:8000:interface=127.0.0.1", "tcp:8000:interface=127.0.0.1:backlog=4096"),
-        ("tcp6:8000:interface=\\:\\:1", "tcp6:8000:interface=\\:\\:1:backlog=4096"),
-        ("unix:/run/gophergem.sock", "unix:/run/gophergem.sock:backlog=4096"),
-        ("tcp:8000:backlog=10", "tcp:8000:backlog=10"),
-        ("systemd:domain=INET:index=0", "systemd:domain=INET:index=0"),
-    ],
-)
-def test_with_backlog(endpoint: str, expected: str) -> None:
-    """Listening endpoints get a large backlog unless they name one; others are left alone."""
-    assert service.with_backlog(endpoint) == expected
-
-
-@pytest.mark.parametrize(
     ("endpoint", "backlog"),
     [("tcp:0:interface=127.0.0.1", DEFAULT_BACKLOG), ("tcp:0:backlog=7", 7)],
 )
@@ -280,7 +218,8 @@ def test_site_watches_the_listening_port() -> None:
 
 def test_http_settings_reach_the_site() -> None:
     """Session cap, idle time, header and body timeouts, per-address limit and drain period."""
-    from gophergem.mcp.web import BoundedSite, SessionLimit
+    from gophergem.http.site import BoundedSite
+    from gophergem.mcp.sessions import SessionLimit
 
     config = attrs.evolve(
         OFFLINE,
@@ -321,47 +260,6 @@ def test_default_http_settings() -> None:
     assert config.http_drain_seconds == 10
 
 
-# --- failing to listen -----------------------------------------------------------------------
-
-
-class RefusingEndpoint:
-    def listen(self, factory: object) -> Deferred[object]:
-        return fail(CannotListenError("127.0.0.1", 8000, OSError(98, "Address already in use")))
-
-
-def test_port_in_use_is_a_one_line_error() -> None:
-    """A port already in use raises ListenError naming the endpoint and the reason."""
-    listener = service.HTTPListenService(RefusingEndpoint(), None, "tcp:8000")
-    with pytest.raises(service.ListenError) as info:
-        listener.privilegedStartService()
-    assert str(info.value) == "cannot listen on tcp:8000: Address already in use"
-
-
-class MissingDirectoryEndpoint:
-    def listen(self, factory: object) -> Deferred[object]:
-        return fail(FileNotFoundError(2, "No such file or directory"))
-
-
-def test_unix_socket_in_a_missing_directory_is_a_one_line_error() -> None:
-    """A unix: endpoint whose directory is missing (a bare OSError) is a ListenError too."""
-    listener = service.HTTPListenService(MissingDirectoryEndpoint(), None, "unix:/nowhere/s")
-    with pytest.raises(service.ListenError) as info:
-        listener.privilegedStartService()
-    assert str(info.value) == "cannot listen on unix:/nowhere/s: No such file or directory"
-
-
-def test_port_in_use_can_exit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With exit_on_error, the line goes to stderr and the process exits with status 2."""
-    err = io.StringIO()
-    monkeypatch.setattr(sys, "__stderr__", err)
-    listener = service.HTTPListenService(RefusingEndpoint(), None, "tcp:8000")
-    listener.exit_on_error = True
-    with pytest.raises(SystemExit) as info:
-        listener.privilegedStartService()
-    assert info.value.code == 2
-    assert err.getvalue() == "gophergem: cannot listen on tcp:8000: Address already in use\n"
-
-
 # --- Host rules across the site ---------------------------------------------------------------
 
 
@@ -380,8 +278,8 @@ def get_from(site: object, path: str, host: str) -> int:
 @pytest.mark.parametrize("path", ["/health", "/.well-known/agent.gopher"])
 def test_site_applies_the_endpoint_host_rules(path: str) -> None:
     """/health and agent.gopher refuse a Host that /mcp would refuse."""
-    security = service.endpoint_security("tcp:8000:interface=127.0.0.1")
-    site, _ = service.build_site(
+    security = endpoint_security("tcp:8000:interface=127.0.0.1")
+    site, _ = endpoint.build_site(
         build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
         OFFLINE,
         MemoryReactorClock(),
@@ -395,13 +293,13 @@ def test_site_applies_the_endpoint_host_rules(path: str) -> None:
 
 def test_unix_socket_accepts_a_bare_localhost() -> None:
     """On a unix: endpoint, Host: localhost (what curl --unix-socket sends) is accepted."""
-    settings = service.endpoint_security("unix:/run/gophergem.sock")
+    settings = endpoint_security("unix:/run/gophergem.sock")
     for host in ("localhost", "127.0.0.1", "[::1]", "localhost:80"):
         assert any(
             host == allowed or (allowed.endswith(":*") and host.startswith(allowed[:-1]))
             for allowed in settings.allowed_hosts
         ), host
-    site, _ = service.build_site(
+    site, _ = endpoint.build_site(
         build_server(Fetcher.from_config(OFFLINE, MemoryReactorClock()), OFFLINE),
         OFFLINE,
         MemoryReactorClock(),
@@ -421,17 +319,16 @@ def test_session_cap_counts_gophergem_principals(
     from gophergem.auth.verifiers import TokenFileVerifier
     from gophergem.fetcher import Fetcher
     from gophergem.http.guard import BearerVerifier, auth_settings
-    from gophergem.mcp import web
     from gophergem.mcp.server import build_server
 
     seen: dict[str, Any] = {}
-    original = web.mcp_resource
+    original = endpoint.mcp_resource
 
     def recording(*args: Any, **options: Any) -> Any:
         seen.update(options)
         return original(*args, **options)
 
-    monkeypatch.setattr(web, "mcp_resource", recording)
+    monkeypatch.setattr(endpoint, "mcp_resource", recording)
     url = "http://127.0.0.1:8000/mcp"
     verifier = BearerVerifier(TokenFileVerifier.from_path(str(tmp_path / "tokens.json"), url))
     server = build_server(
@@ -440,7 +337,7 @@ def test_session_cap_counts_gophergem_principals(
         token_verifier=verifier,
         auth=auth_settings(url),
     )
-    service.build_site(server, OFFLINE, MemoryReactorClock(), token_verifier=verifier)
+    endpoint.build_site(server, OFFLINE, MemoryReactorClock(), token_verifier=verifier)
     principal = seen["principal_of"]
     token = AccessToken(token="t", client_id="alice", scopes=[], subject="alice")
     assert principal({"user": AuthenticatedUser(token)}) == "token:alice"

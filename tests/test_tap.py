@@ -386,7 +386,7 @@ def test_listen_problem_found_before_listening() -> None:
     """A TCP port in use (bound here) is found by binding first; what cannot be checked is None."""
     import socket
 
-    from gophergem.service import listen_problem
+    from gophergem.http.listen import listen_problem
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -437,6 +437,7 @@ def test_daemon_failing_to_listen_fits_twistds_status_pipe(
     from twisted.logger import capturedLogs, formatEvent
 
     from gophergem import service
+    from gophergem.http import listen
 
     class Refusing:
         def listen(self, factory: object) -> Any:
@@ -444,7 +445,7 @@ def test_daemon_failing_to_listen_fits_twistds_status_pipe(
             return fail(CannotListenError("127.0.0.1", 8000, error))
 
     endpoint = "tcp:8000:interface=127.0.0.1:backlog=4096"
-    listener = service.HTTPListenService(Refusing(), None, endpoint)
+    listener = listen.HTTPListenService(Refusing(), None, endpoint)
 
     def make(config: Any, **kwargs: Any) -> MultiService:
         top = MultiService()
@@ -453,15 +454,15 @@ def test_daemon_failing_to_listen_fits_twistds_status_pipe(
         return top
 
     monkeypatch.setattr(service, "makeService", make)
-    monkeypatch.setattr(service, "listen_problem", lambda endpoint: None)  # taken since
+    monkeypatch.setattr(listen, "listen_problem", lambda endpoint: None)  # taken since
     monkeypatch.chdir(tmp_path)  # a daemon's default log, twistd.log, goes there
     options = twistd_parse(["gophergem", "--transport", "http", "--endpoint", endpoint])
     tap.makeService(options)
     assert listener.daemonized and not listener.exit_on_error
-    with capturedLogs() as events, pytest.raises(service.ListenError) as info:
+    with capturedLogs() as events, pytest.raises(listen.ListenError) as info:
         listener.privilegedStartService()
     assert str(info.value) == "cannot listen on 127.0.0.1:8000: Address already in use"
-    line = traceback.format_exception_only(service.ListenError, info.value)[-1].strip()
+    line = traceback.format_exception_only(listen.ListenError, info.value)[-1].strip()
     assert len(f"1 {line}".encode("ascii", "backslashreplace")) <= 100
     assert [formatEvent(e) for e in events] == [
         f"gophergem cannot listen on {endpoint}: Address already in use"

@@ -55,8 +55,10 @@ from twisted.web.resource import IResource, Resource
 
 from gophergem.auth.idp import IdentityProviderUnavailable
 from gophergem.auth.verifiers import Access, AccessVerifier
-from gophergem.mcp.discovery import Directory
-from gophergem.mcp.web import ASGIApp, foreign_request, refuse
+from gophergem.http.asgi import ASGIApp
+from gophergem.http.discovery import Directory
+from gophergem.http.origin import foreign_request
+from gophergem.http.site import refuse
 
 __all__ = [
     "PRM_PREFIX",

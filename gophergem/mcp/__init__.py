@@ -8,9 +8,9 @@ The MCP front door, on the official SDK.
     MCP payloads;
   - L{gophergem.mcp.policy} and L{gophergem.mcp.prompts}: the policy
     resource and the prompts;
-  - L{gophergem.mcp.stdio}, L{gophergem.mcp.web}: the transports;
-    L{gophergem.mcp.discovery}: C{/health} and C{/.well-known/agent.gopher}.
+  - L{gophergem.mcp.stdio}: the stdio transport; Streamable HTTP, C{/health}
+    and C{/.well-known/agent.gopher} are served by L{gophergem.http}.
 
-Only this package imports the SDK or asyncio; importing the package itself
-loads neither.
+Only this package and L{gophergem.http} import the SDK or asyncio; importing
+the package itself loads neither.
 """

@@ -13,7 +13,7 @@ retry with):
   - when a capsule asks for sensitive input (status 11), to type it on a
     one-time page (URL mode, where the client offers it), so that the
     secret never passes through the assistant
-    (L{gophergem.mcp.secret_page}).
+    (L{gophergem.http.secret_page}).
 
 The tool drives both rounds itself rather than with the SDK's
 C{Resolve}/C{Elicit} helpers, which ask with forms only and cannot be mixed
@@ -46,6 +46,7 @@ from twisted.python.failure import Failure
 
 from gophergem.errors import CertificateChanged, InputTimeout, UserDeclined
 from gophergem.fetcher import MAX_BATCH
+from gophergem.interfaces import ISecretInput
 from gophergem.mcp._tools import (
     READ_ONLY,
     Consent,
@@ -63,7 +64,6 @@ from gophergem.trust.decision import PresentedCertificate
 __all__ = [
     "GEMINI_BATCH_FETCH",
     "GEMINI_FETCH",
-    "LoopbackSecretInput",
     "gemini_batch_fetch",
     "gemini_fetch",
     "register",
@@ -201,35 +201,6 @@ SECRET_MESSAGE = (
 )
 
 
-@attrs.define(eq=False)
-class LoopbackSecretInput:
-    """
-    The stdio server's one-time pages for secret input: a
-    L{LoopbackListener<gophergem.mcp.secret_page.LoopbackListener>} on
-    127.0.0.1, built on first use (its module loads C{twisted.web}, which a
-    session that never meets a status 11 need not pay for at start-up).
-    """
-
-    reactor: Any
-    _listener: Any = attrs.field(default=None, init=False)
-
-    def _get(self) -> Any:
-        if self._listener is None:
-            from gophergem.mcp.secret_page import LoopbackListener, SecretPages
-
-            self._listener = LoopbackListener(SecretPages(self.reactor), self.reactor)
-        return self._listener
-
-    @property
-    def pages(self) -> Any:
-        """The pending pages (see L{SecretPages<gophergem.mcp.secret_page.SecretPages>})."""
-        return self._get().pages
-
-    def open(self, prompt: str, capsule_url: str) -> Any:
-        """A new page: a Deferred of its URL and of the answer given on it."""
-        return self._get().open(prompt, capsule_url)
-
-
 def url_mode(ctx: Context[Any, Any]) -> bool:
     """
     Whether the user can be sent to a page (URL-mode elicitation): the client
@@ -287,7 +258,7 @@ async def _secret_input(
 ) -> CallToolResult | InputRequiredResult | None:
     """
     Get a status-11 answer from the user on a one-time page
-    (L{gophergem.mcp.secret_page}), send it, and return the capsule's answer
+    (L{gophergem.http.secret_page}), send it, and return the capsule's answer
     scrubbed of it; C{None} when the client cannot be sent to a page (the
     input result then goes back as it is, with advice).
 
@@ -300,7 +271,8 @@ async def _secret_input(
     """
     if not url_mode(ctx):
         return None
-    listener: Any = getattr(ctx.mcp_server, "secret_input", None)
+    listener: ISecretInput | None = getattr(ctx.mcp_server, "secret_input", None)
+    assert listener is not None  # url_mode saw it
     page, answer = await wait_for(listener.open(asked_for.prompt, asked_for.request_info.url))
     token = page.rsplit("/", 1)[-1]
     message = SECRET_MESSAGE.format(where=asked_for.request_info.url)
@@ -341,12 +313,13 @@ async def _secret_retry(
     ctx: Context[Any, Any], url: str, offset: int, state: str
 ) -> CallToolResult:
     """The 2026-07-28 retry of a call that sent the user to a page: wait for the answer, send it."""
-    listener: Any = getattr(ctx.mcp_server, "secret_input", None)
+    listener: ISecretInput | None = getattr(ctx.mcp_server, "secret_input", None)
     token = state.partition(":")[2]
     waiting = _WAITING.get(listener, {}) if listener is not None else {}
     pending = waiting.pop(token, None)
     if pending is None:
         return tool_error(_shown(InputTimeout(message="")))
+    assert listener is not None  # a page waits only where there are pages
     response = (ctx.input_responses or {}).get(SECRET_KEY)
     if getattr(response, "action", None) != "accept":
         listener.pages.cancel(token)

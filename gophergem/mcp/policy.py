@@ -4,7 +4,7 @@ The C{gophergem://policy} resource: the limits this server fetches under,
 read from the L{Config} the process runs with.
 
 Store paths are never shown, only whether one was configured.  The same
-text is served at C{/.well-known/agent/policy} (L{gophergem.mcp.discovery}).
+text is served at C{/.well-known/agent/policy} (L{gophergem.http.discovery}).
 """
 
 from __future__ import annotations

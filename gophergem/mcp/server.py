@@ -38,7 +38,7 @@ from gophergem._version import __version__
 from gophergem.auth.principals import Principals
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
-from gophergem.interfaces import IFetcher
+from gophergem.interfaces import IFetcher, ISecretInput
 from gophergem.mcp import (
     feed_tools,
     gemini_tools,
@@ -108,7 +108,7 @@ class GophergemServer(MCPServer[Any]):
         *,
         config: Config | None = None,
         follower: Follower | None = None,
-        secret_input: Any = None,
+        secret_input: ISecretInput | None = None,
         **settings: Any,
     ) -> None:
         self.events = PrincipalBus()
@@ -118,7 +118,7 @@ class GophergemServer(MCPServer[Any]):
         self.config = config
         self.follower = follower
         self.secret_input = secret_input
-        """Where a capsule's secret input is asked for (see L{gophergem.mcp.gemini_tools})."""
+        """Where a capsule's secret input is asked for (see L{ISecretInput})."""
         self.principals: Principals | None = None
         """Each authenticated caller's fetcher and follower; C{None}: one for all."""
         self._telling: set[asyncio.Task[None]] = set()
@@ -317,7 +317,7 @@ def build_server(
     *,
     follower: Follower | None = None,
     feeds: bool = True,
-    secret_input: Any = None,
+    secret_input: ISecretInput | None = None,
     name: str = "gophergem",
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
@@ -335,9 +335,8 @@ def build_server(
     where C{config} says (L{Follower.from_config}).  C{feeds=False} leaves
     the subscriptions out.  Without a C{config}, only the Gopher, Gemini,
     trust and identity tools (and the subscriptions, with a C{follower}).
-    With a C{secret_input} (see
-    L{gemini_tools.LoopbackSecretInput}), a capsule's sensitive input is
-    asked for on a one-time page where the client supports URL-mode
+    With a C{secret_input} (an L{ISecretInput}), a capsule's sensitive
+    input is asked for on a one-time page where the client supports URL-mode
     elicitation; with a C{token_verifier} and its C{auth} settings (both or
     neither), its HTTP endpoint needs a bearer token (see
     L{gophergem.http.guard}; stdio is unaffected).  With C{request_state_keys}

@@ -53,7 +53,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from gophergem.config import Config
-from gophergem.interfaces import IFetcher
+from gophergem.interfaces import IFetcher, ISecretInput
 from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.ready import EarlyResponder, Handover
 from gophergem.mcp.server import build_server
@@ -583,6 +583,10 @@ class StdioMCPService(Service):
 
     @ivar config: The configuration: the server then has the policy resource
         and the prompts, and C{GOPHERGEM_STDIO_DRAIN_SECONDS} applies.
+    @ivar secret_input: Where a capsule's secret input is asked for (the
+        daemon's wiring passes the loopback pages of
+        L{gophergem.http.secret_input}); C{None}: nowhere, the input result
+        goes back with advice.
     """
 
     fetcher: IFetcher
@@ -592,6 +596,7 @@ class StdioMCPService(Service):
     config: Config | None = None
     stop_grace: float = STOP_GRACE_SECONDS
     early: EarlyResponder | None = None
+    secret_input: ISecretInput | None = None
     protocol: StdioMCPProtocol | None = attrs.field(default=None, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
 
@@ -612,13 +617,8 @@ class StdioMCPService(Service):
             from gophergem.feeds.follow import Follower
 
             follower = Follower.from_config(self.fetcher, self.config)
-        from gophergem.mcp.gemini_tools import LoopbackSecretInput
-
         server = build_server(
-            self.fetcher,
-            self.config,
-            follower=follower,
-            secret_input=LoopbackSecretInput(self.reactor),
+            self.fetcher, self.config, follower=follower, secret_input=self.secret_input
         )
         drain = self.config.stdio_drain_seconds if self.config is not None else 0
         self.protocol = StdioMCPProtocol(

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.discovery}: C{/health} and the agent.gopher tree,
+Tests for L{gophergem.http.discovery}: C{/health} and the agent.gopher tree,
 served in memory by a real C{Site} on an asyncio loop.
 """
 
@@ -19,10 +19,10 @@ from twisted.web.server import Site
 
 from gophergem._version import __version__
 from gophergem.config import Config
-from gophergem.mcp.discovery import GOPHER_MENU_TYPE, add_discovery
+from gophergem.http.discovery import GOPHER_MENU_TYPE, add_discovery
+from gophergem.http.origin import transport_security
 from gophergem.mcp.policy import policy_text
 from gophergem.mcp.server import build_server
-from gophergem.mcp.web import transport_security
 from tests.mcp_helpers import network
 from tests.web_helpers import Wire, request_bytes, run, until
 

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.secret_page}: the one-time page that takes a
+Tests for L{gophergem.http.secret_page}: the one-time page that takes a
 capsule's sensitive input out of the model's sight.
 
 HTTP goes through a real C{twisted.web} site over an in-memory transport;
@@ -30,8 +30,9 @@ from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
 from gophergem.errors import InputTimeout, UserDeclined
-from gophergem.mcp.discovery import Directory
-from gophergem.mcp.secret_page import (
+from gophergem.http.discovery import Directory
+from gophergem.http.origin import transport_security
+from gophergem.http.secret_page import (
     MAX_FORM_SIZE,
     FormError,
     LoopbackListener,
@@ -39,7 +40,6 @@ from gophergem.mcp.secret_page import (
     SecretPages,
     parse_form,
 )
-from gophergem.mcp.web import transport_security
 from tests.web_helpers import http_exchange, loop_reactor, read_head, run
 
 LOCAL = IPv4Address("TCP", "127.0.0.1", 8000)

@@ -1,7 +1,8 @@
 """
-Tests for L{gophergem.mcp.web}: the ASGI bridge's pitfalls, one regression
-test each, the body cap, the lifespan and shutdown, and the SDK's
-Streamable HTTP app behind it in both protocol eras.
+Tests for L{gophergem.http.asgi} and L{gophergem.http.endpoint}: the ASGI
+bridge's pitfalls, one regression test each, the body cap, the lifespan and
+shutdown, the SDK's Streamable HTTP app behind it in both protocol eras, and
+the session cap in front of it (L{gophergem.mcp.sessions}).
 
 Bridge tests drive a real C{Site} over an in-memory connection on an asyncio
 loop; SDK tests use a site on a 127.0.0.1 port and the SDK's own client.
@@ -11,36 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
-import os
 from collections.abc import AsyncIterator, MutableMapping
 from typing import Annotated, Any, ClassVar
 
 import anyio
 import mcp_types as types
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from mcp import Client
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Elicit, MCPServer, Resolve
 from pydantic import BaseModel
-from twisted.internet.error import ConnectionDone
 from twisted.internet.task import Clock
-from twisted.logger import LogLevel, capturedLogs, formatEvent
-from twisted.python.failure import Failure
+from twisted.logger import LogLevel, capturedLogs
 from twisted.web.resource import Resource
 from twisted.web.server import Site
 
-from gophergem.mcp import web
-from gophergem.mcp.web import (
-    ASGIResource,
-    BodyCappedRequest,
-    LifespanService,
-    mcp_resource,
-    transport_security,
-)
+from gophergem.http import asgi
+from gophergem.http.asgi import SHUTDOWN_ERROR_CODE, ASGIResource, LifespanService
+from gophergem.http.endpoint import mcp_resource
+from gophergem.http.origin import transport_security
+from gophergem.http.site import MAX_BODY_SIZE, BodyCappedRequest
+from gophergem.mcp.sessions import SessionLimit
 from tests.web_helpers import (
     Wire,
     http_exchange,
@@ -60,7 +53,7 @@ async def no_lifespan() -> AsyncIterator[None]:
     yield
 
 
-def site_for(app: Any, *, max_body_size: int = web.MAX_BODY_SIZE, capped: bool = True) -> Any:
+def site_for(app: Any, *, max_body_size: int = MAX_BODY_SIZE, capped: bool = True) -> Any:
     resource = ASGIResource(app, no_lifespan, max_body_size=max_body_size)
     root = Resource()
     root.putChild(b"app", resource)
@@ -68,9 +61,7 @@ def site_for(app: Any, *, max_body_size: int = web.MAX_BODY_SIZE, capped: bool =
     return Site(root, requestFactory=factory, reactor=Clock()), resource
 
 
-def serve(
-    app: Any, test: Any, *, max_body_size: int = web.MAX_BODY_SIZE, capped: bool = True
-) -> None:
+def serve(app: Any, test: Any, *, max_body_size: int = MAX_BODY_SIZE, capped: bool = True) -> None:
     """Run C{await test(site, resource)} while C{app} is served in memory."""
 
     async def body() -> None:
@@ -326,7 +317,7 @@ def test_declared_oversize_body_refused_before_it_arrives() -> None:
         wire = Wire(site)
         wire.send(
             b"POST /app HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n"
-            b"Content-Length: %d\r\n\r\n" % (web.MAX_BODY_SIZE + 1)
+            b"Content-Length: %d\r\n\r\n" % (MAX_BODY_SIZE + 1)
         )
         assert wire.value().startswith(b"HTTP/1.1 413 ")
         assert b"100 Continue" not in wire.value()
@@ -342,7 +333,7 @@ def test_streamed_oversize_body_refused_while_it_arrives() -> None:
         wire = Wire(site)
         wire.send(b"POST /app HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
         chunk = b"x" * 65536
-        for _ in range(web.MAX_BODY_SIZE // len(chunk)):
+        for _ in range(MAX_BODY_SIZE // len(chunk)):
             wire.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         assert wire.value() == b""  # exactly at the cap: still fine
         wire.send(b"1\r\nx\r\n")
@@ -481,7 +472,7 @@ def test_shutdown_lets_requests_in_flight_finish() -> None:
 
 def test_shutdown_cancels_what_outlives_the_lifespan(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stream still open after the lifespan ended is cancelled and its connection cut."""
-    monkeypatch.setattr(web, "SETTLE_SECONDS", 0.05)
+    monkeypatch.setattr(asgi, "SETTLE_SECONDS", 0.05)
     cancelled = asyncio.Event()
 
     async def app(scope: Scope, receive: Any, send: Any) -> None:
@@ -553,7 +544,7 @@ def test_shutdown_answers_calls_that_outlive_the_drain(stream: bool) -> None:
             assert headers["content-type"] == "application/json"
         answer = json.loads(text)
         assert answer["id"] == 41
-        assert answer["error"]["code"] == web.SHUTDOWN_ERROR_CODE
+        assert answer["error"]["code"] == SHUTDOWN_ERROR_CODE
         assert "shutting down" in answer["error"]["message"]
         return list(events)
 
@@ -625,37 +616,6 @@ def test_sdk_call_outliving_the_drain_gets_an_error() -> None:
             assert all(e["log_level"] is not LogLevel.critical for e in logged)
 
     run(body)
-
-
-# --- transport security ------------------------------------------------------------
-
-
-def test_transport_security_loopback_with_port() -> None:
-    """A known loopback port pins the loopback Host and Origin values to it."""
-    settings = transport_security(8000)
-    assert settings.enable_dns_rebinding_protection
-    assert settings.allowed_hosts == ["127.0.0.1:8000", "localhost:8000", "[::1]:8000"]
-    assert "http://localhost:8000" in settings.allowed_origins
-
-
-def test_transport_security_without_a_port_takes_bare_names() -> None:
-    """With no fixed port (a Unix socket), a bare loopback Host such as curl sends is accepted."""
-    settings = transport_security(None)
-    assert {"localhost", "127.0.0.1", "[::1]", "localhost:*"} <= set(settings.allowed_hosts)
-    assert "http://localhost" in settings.allowed_origins
-    assert "localhost" not in transport_security(8000).allowed_hosts
-
-
-def test_transport_security_named_hosts() -> None:
-    """An allowed name is accepted bare and on any port, as http and https origins."""
-    settings = transport_security(None, ["mcp.example.org", "other.example:8443"])
-    assert "127.0.0.1:*" in settings.allowed_hosts
-    assert {"mcp.example.org", "mcp.example.org:*", "other.example:8443"} <= set(
-        settings.allowed_hosts
-    )
-    assert "https://mcp.example.org" in settings.allowed_origins
-    assert "https://other.example:8443" in settings.allowed_origins
-    assert "other.example:*" not in settings.allowed_hosts
 
 
 # --- the SDK behind the bridge, on a loopback port ---------------------------------
@@ -1052,7 +1012,7 @@ def test_session_cap_refuses_only_when_every_session_is_busy() -> None:
                 assert await session_status(port, session) == 200
             streams[1].close()  # the second session goes idle
             limit = resource._app
-            assert isinstance(limit, web.SessionLimit)
+            assert isinstance(limit, SessionLimit)
             await until(lambda: sessions[1] not in limit._busy)
             assert (await initialize(port))[0] == 200
             assert await session_status(port, sessions[1]) == 404
@@ -1122,7 +1082,7 @@ class FakeSession:
 
 class FakeManager:
     """
-    The SDK session manager, as far as L{web.SessionLimit} sees it: a request
+    The SDK session manager, as far as L{SessionLimit} sees it: a request
     without a session registers a new one at once (as the SDK does) and
     answers its initialize only when the test says; a session closed in
     between answers 404, as the SDK's transport does.
@@ -1172,11 +1132,11 @@ def user(name: str) -> Any:
 
 
 class Call:
-    """One request to a L{web.SessionLimit}, run as a task; its answer kept."""
+    """One request to a L{SessionLimit}, run as a task; its answer kept."""
 
     def __init__(
         self,
-        limit: web.SessionLimit,
+        limit: SessionLimit,
         session: str | None = None,
         who: str | None = None,
         *,
@@ -1211,7 +1171,7 @@ class Call:
         return self.headers[b"mcp-session-id"].decode()
 
 
-async def opened(limit: web.SessionLimit, manager: FakeManager, who: str | None = None) -> str:
+async def opened(limit: SessionLimit, manager: FakeManager, who: str | None = None) -> str:
     """Open a session through C{limit} and let its initialize be answered; return its id."""
     new = f"s{manager.opened + 1}"
     call = Call(limit, who=who)
@@ -1247,7 +1207,7 @@ def test_session_limit_never_closes_a_session_before_its_first_answer() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 2)
+        limit = SessionLimit(manager, 2)
         for _ in range(2):
             await opened(limit, manager)
         burst = [Call(limit) for _ in range(5)]
@@ -1266,7 +1226,7 @@ def test_session_limit_overlapping_opens_of_one_principal() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 5)
+        limit = SessionLimit(manager, 5)
         calls = [Call(limit, slow=True), Call(limit, slow=True)]
         await settle()
         await answer_all(calls)
@@ -1283,7 +1243,7 @@ def test_session_limit_burst_in_waves_never_gets_404() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 3)
+        limit = SessionLimit(manager, 3)
         for _ in range(3):
             await opened(limit, manager)
         statuses: list[int] = []
@@ -1304,7 +1264,7 @@ def test_session_limit_closes_only_the_principals_own_sessions() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 2)
+        limit = SessionLimit(manager, 2)
         bobs = await opened(limit, manager, who="bob")  # idle for longest
         alices = await opened(limit, manager, who="alice")
         newer = await opened(limit, manager, who="alice")
@@ -1320,7 +1280,7 @@ def test_session_limit_refuses_when_only_others_sessions_are_idle() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 2)
+        limit = SessionLimit(manager, 2)
         mine = [await opened(limit, manager, who="alice") for _ in range(2)]
         call = Call(limit, who="bob")
         await call.task
@@ -1345,7 +1305,7 @@ def test_session_limit_share_of_the_cap() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 6)
+        limit = SessionLimit(manager, 6)
         await opened(limit, manager, who="bob")
         alices = [await opened(limit, manager, who="alice") for _ in range(3)]
         assert len(manager._server_instances) == 4  # room for 2 more
@@ -1381,7 +1341,7 @@ def test_session_limit_knows_principals_behind_bearer_authentication(tmp_path: A
     verifier = BearerVerifier(TokenFileVerifier.from_path(path, url))
     server: MCPServer[Any] = MCPServer("t", token_verifier=verifier, auth=auth_settings(url))
     manager = FakeManager()
-    limit = web.SessionLimit(manager, 2)
+    limit = SessionLimit(manager, 2)
     app = require_token(limit, server, verifier)
 
     async def open_as(name: str) -> str:
@@ -1431,7 +1391,7 @@ def test_session_limit_counts_anonymous_callers_as_one_principal() -> None:
 
     async def body() -> None:
         manager = FakeManager()
-        limit = web.SessionLimit(manager, 3)
+        limit = SessionLimit(manager, 3)
         first, second, third = [await opened(limit, manager) for _ in range(3)]
         await Call(limit, first).task  # first is now the freshest
         fourth = await opened(limit, manager)
@@ -1439,389 +1399,3 @@ def test_session_limit_counts_anonymous_callers_as_one_principal() -> None:
         assert second not in manager._server_instances
 
     run(body)
-
-
-# --- bounds on request heads -------------------------------------------------------
-
-
-class Hello(Resource):
-    isLeaf = True
-
-    def render_GET(self, request: Any) -> bytes:
-        return b"hello"
-
-
-def bounded(header_timeout: float = 10.0) -> tuple[Wire, Clock]:
-    clock = Clock()
-    root = Resource()
-    root.putChild(b"hello", Hello())
-    return Wire(web.BoundedSite(root, header_timeout=header_timeout, reactor=clock)), clock
-
-
-def test_trickled_headers_time_out() -> None:
-    """A client trickling its head a byte at a time gets 408 once the header timeout passes."""
-    wire, clock = bounded(header_timeout=10)
-    for byte in b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n":
-        wire.send(bytes([byte]))
-        clock.advance(0.5)  # over 20 s in all, each byte well inside the idle timeout
-        if wire.transport.disconnecting:
-            break
-    assert wire.value().startswith(b"HTTP/1.1 408 ")
-    assert b"Connection: close" in wire.value()
-    assert wire.transport.disconnecting
-
-
-def test_silent_connection_times_out() -> None:
-    """A connection that never sends a request is closed after the header timeout."""
-    wire, clock = bounded(header_timeout=10)
-    clock.advance(9.9)
-    assert not wire.transport.disconnecting
-    clock.advance(0.2)
-    assert wire.value().startswith(b"HTTP/1.1 408 ")
-    assert wire.transport.disconnecting
-
-
-def test_prompt_requests_are_served_on_a_kept_connection() -> None:
-    """Heads that arrive in time are served; the clock restarts with the next request."""
-    wire, clock = bounded(header_timeout=10)
-    wire.send(request_bytes("GET", "/hello"))
-    assert wire.value().startswith(b"HTTP/1.1 200 ")
-    clock.advance(30)  # idle between requests: not a head being trickled
-    assert not wire.transport.disconnecting
-    wire.transport.clear()
-    wire.send(request_bytes("GET", "/hello"))
-    assert wire.value().startswith(b"HTTP/1.1 200 ")
-    assert not clock.getDelayedCalls() or all(
-        c.getTime() - clock.seconds() > 10 for c in clock.getDelayedCalls()
-    )
-
-
-@pytest.mark.parametrize(
-    ("raw", "status"),
-    [
-        (b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414),
-        (b"GET /" + b"a" * 20000, 414),  # no end of line in sight
-        (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 20000 + b"\r\n\r\n", 431),
-        (
-            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 200) for i in range(90))
-            + b"\r\n",
-            431,
-        ),
-        (
-            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            + b"".join(b"X-H%d: v\r\n" % i for i in range(150))
-            + b"\r\n",
-            431,
-        ),
-    ],
-    ids=["long-request-line", "endless-request-line", "big-header", "big-head", "many-headers"],
-)
-def test_oversize_heads_are_answered(raw: bytes, status: int) -> None:
-    """An over-long request line gets 414, over-large headers 431: an answer, then close."""
-    wire, _ = bounded()
-    wire.send(raw)
-    assert wire.value().startswith(b"HTTP/1.1 %d " % status)
-    assert wire.head()[1]["connection"] == "close"
-    assert wire.transport.disconnecting
-
-
-# --- the access log ----------------------------------------------------------------
-
-
-def access_log_of(raw: bytes) -> str:
-    """The access-log lines a L{web.BoundedSite} writes for C{raw}, as the daemon logs them."""
-    from twisted.logger import formatEvent
-
-    wire, _ = bounded()
-    with capturedLogs() as events:
-        wire.channel.factory.startFactory()
-        try:
-            wire.send(raw)
-        finally:
-            wire.channel.factory.stopFactory()
-    return "\n".join(formatEvent(event) for event in events)
-
-
-def test_access_log_redacts_credentials_in_the_query() -> None:
-    """A token sent as ?access_token= never reaches the access log; other parameters do."""
-    line = access_log_of(
-        b"GET /hello?access_token=SECRET&x=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
-        b"Referer: http://127.0.0.1:8000/?token=REFSECRET&page=2\r\n\r\n"
-    )
-    assert '"GET /hello?access_token=REDACTED&x=1 HTTP/1.1" 200' in line
-    assert "page=2" in line
-    assert "SECRET" not in line
-
-
-@given(
-    name=st.sampled_from(
-        [
-            "access_token",
-            "Access-Token",
-            "token",
-            "id_token",
-            "code",
-            "key",
-            "api_key",
-            "client_secret",
-            "password",
-            "passwd",
-            "auth",
-            "authorization",
-            "session_id",
-            "sig",
-            "X-Amz-Credential",
-        ]
-    ),
-    value=st.text(
-        alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="&;#"),
-        min_size=1,
-        max_size=40,
-    ),
-    before=st.sampled_from(["", "x=1&", "a&", "q=%20&"]),
-    after=st.sampled_from(["", "&y=2", ";z", "&" + "k=v"]),
-)
-def test_redact_uri_hides_every_credential_value(
-    name: str, value: str, before: str, after: str
-) -> None:
-    """Whatever the credential-like parameter holds, its value is gone; the rest stays."""
-    uri = f"/p?{before}{name}={value}{after}".encode()
-    redacted = web.redact_uri(uri)
-    assert redacted == f"/p?{before}{name}=REDACTED{after}".encode()
-
-
-def test_redact_uri_leaves_harmless_uris_alone() -> None:
-    for uri in (b"/mcp", b"/health?", b"/search?q=gopher&page=2", b"/a?flag", b"/a?=x"):
-        assert web.redact_uri(uri) == uri
-
-
-def test_request_repr_redacts_credentials() -> None:
-    """Twisted logs a request by its repr (a HEAD answered with a body): no token in it."""
-    wire, _ = bounded()
-    request = web.BodyCappedRequest(wire.channel)
-    request.method, request.uri = b"GET", b"/hello?code=SECRET&x=1"
-    assert "SECRET" not in repr(request)
-    assert "uri=/hello?code=REDACTED&x=1 " in repr(request)
-
-
-# --- bounds on request bodies and connections --------------------------------------
-
-
-def drip_head(length: int = 100_000) -> bytes:
-    return (
-        b"POST /hello HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n" % length
-    )
-
-
-class Posted(Resource):
-    isLeaf = True
-
-    def render_POST(self, request: Any) -> bytes:
-        return b"got %d bytes" % len(request.content.read())
-
-
-def body_site(body_timeout: float = 30.0, **options: Any) -> tuple[web.BoundedSite, Clock]:
-    clock = Clock()
-    root = Resource()
-    root.putChild(b"hello", Posted())
-    site = web.BoundedSite(root, body_timeout=body_timeout, reactor=clock, **options)
-    return site, clock
-
-
-def test_dripped_body_is_cut_at_the_deadline() -> None:
-    """A body sent a byte every 10 s gets 408 and a closed connection at the body deadline."""
-    site, clock = body_site(body_timeout=30)
-    wire = Wire(site)
-    wire.send(drip_head())
-    for _ in range(2):
-        clock.advance(10)
-        wire.send(b"{")
-    assert not wire.transport.disconnecting
-    clock.advance(10)  # 30 s since the head: however busy the client looked
-    assert wire.value().startswith(b"HTTP/1.1 408 ")
-    assert wire.head()[1]["connection"] == "close"
-    assert wire.transport.disconnecting
-    wire.send(b"{")  # nothing more is read
-    assert wire.value().count(b"HTTP/1.1") == 1
-
-
-def test_prompt_body_leaves_no_deadline_behind() -> None:
-    """A body that arrives in time is served; its deadline is gone with it."""
-    site, clock = body_site(body_timeout=30)
-    wire = Wire(site)
-    wire.send(drip_head(2) + b"{}")
-    assert wire.value().startswith(b"HTTP/1.1 200 ")
-    assert wire.value().endswith(b"got 2 bytes")
-    clock.advance(31)
-    assert b"408" not in wire.value()
-
-
-def test_body_deadline_comes_from_the_site() -> None:
-    site, clock = body_site(body_timeout=5)
-    wire = Wire(site)
-    wire.send(drip_head())
-    clock.advance(5)
-    assert wire.value().startswith(b"HTTP/1.1 408 ")
-
-
-def connect(site: web.BoundedSite, host: str, port: int = 40000) -> Any:
-    """A connection to C{site} from C{host}; the protocol it got, connected."""
-    from twisted.internet.address import IPv4Address
-    from twisted.internet.testing import StringTransport
-
-    transport = StringTransport(
-        hostAddress=IPv4Address("TCP", "127.0.0.1", 8000),
-        peerAddress=IPv4Address("TCP", host, port),
-    )
-    protocol = site.buildProtocol(transport.getPeer())
-    protocol.makeConnection(transport)
-    return protocol
-
-
-def test_one_connection_over_the_per_address_limit_is_refused() -> None:
-    """The N+1th connection from one address gets 503 and is closed; others are served."""
-    site, _ = body_site(max_connections_per_address=3)
-    with capturedLogs() as events:
-        kept = [connect(site, "192.0.2.7", 40000 + n) for n in range(3)]
-        refused = [connect(site, "192.0.2.7", 41000 + n) for n in range(2)]
-    for protocol in refused:
-        assert protocol.transport.value().startswith(b"HTTP/1.1 503 ")
-        assert b"Retry-After: 10" in protocol.transport.value()
-        assert protocol.transport.disconnecting
-    assert not any(p.transport.disconnecting for p in kept)
-    other = connect(site, "192.0.2.8")
-    assert not other.transport.disconnecting
-    warnings = [e for e in events if e["log_level"] == LogLevel.warn]
-    assert len(warnings) == 1  # once, not per refused connection
-    kept[0].connectionLost(Failure(ConnectionDone()))
-    again = connect(site, "192.0.2.7", 42000)
-    assert not again.transport.disconnecting
-    assert site.connections["192.0.2.7"] == 3
-
-
-def test_no_per_address_limit_at_zero() -> None:
-    site, _ = body_site(max_connections_per_address=0)
-    protocols = [connect(site, "192.0.2.7", 40000 + n) for n in range(300)]
-    assert not any(p.transport.disconnecting for p in protocols)
-
-
-class FakeListener:
-    def __init__(self) -> None:
-        self.fail_with: int | None = None
-
-    def accept(self) -> Any:
-        if self.fail_with is not None:
-            raise OSError(self.fail_with, os.strerror(self.fail_with))
-        return "client", ("127.0.0.1", 1)
-
-    def fileno(self) -> int:
-        return 42
-
-
-class FakePort:
-    """A listening port as the site sees it: reading or not, and its socket."""
-
-    def __init__(self) -> None:
-        self.reading = True
-        self.connected = True
-        self.disconnecting = False
-        self.socket: Any = FakeListener()
-
-    def stopReading(self) -> None:
-        self.reading = False
-
-    def startReading(self) -> None:
-        self.reading = True
-
-
-def test_out_of_descriptors_stops_accepting_logs_once_and_resumes() -> None:
-    """
-    EMFILE in accept: to Twisted's accept loop it is "no more clients" (so
-    waiting clients are neither accepted nor dropped), the port stops
-    accepting, one warning, and it accepts again a moment later.
-    """
-    site, clock = body_site()
-    port = FakePort()
-    listener = port.socket
-    site.watch_port(port)
-    assert port.socket.fileno() == 42  # the rest of the socket is untouched
-    listener.fail_with = errno.EMFILE
-    with capturedLogs() as events:
-        for _ in range(3):
-            with pytest.raises(BlockingIOError) as raised:
-                port.socket.accept()
-            assert raised.value.errno == errno.EAGAIN
-        assert not port.reading
-        clock.advance(web.RESUME_SECONDS)
-        assert port.reading
-        with pytest.raises(BlockingIOError):  # again within the minute: not logged again
-            port.socket.accept()
-        assert not port.reading
-        clock.advance(web.RESUME_SECONDS)
-    assert port.reading
-    warnings = [e for e in events if e["log_level"] >= LogLevel.warn]
-    assert len(warnings) == 1
-    assert "EMFILE" in formatEvent(warnings[0])
-    listener.fail_with = None
-    assert port.socket.accept()[0] == "client"
-
-
-def test_out_of_descriptors_for_a_body_file_is_a_503(monkeypatch: pytest.MonkeyPatch) -> None:
-    """
-    No descriptor for the temporary file of a body over 100 kB: 503 with
-    Retry-After and close, the port stops accepting, no traceback.
-    """
-    import tempfile
-
-    def no_descriptor(*args: object, **kwargs: object) -> Any:
-        raise OSError(errno.EMFILE, "Too many open files")
-
-    site, _ = body_site()
-    port = FakePort()
-    site.watch_port(port)
-    monkeypatch.setattr(tempfile, "TemporaryFile", no_descriptor)
-    wire = Wire(site)
-    with capturedLogs() as events:
-        wire.send(drip_head(200_000))
-    assert wire.value().startswith(b"HTTP/1.1 503 ")
-    assert wire.head()[1]["retry-after"] == "10"
-    assert wire.transport.disconnecting
-    assert not port.reading
-    assert [e["log_level"] for e in events if e["log_level"] >= LogLevel.warn] == [LogLevel.warn]
-
-
-def test_other_accept_errors_do_not_pause() -> None:
-    site, _ = body_site()
-    port = FakePort()
-    site.watch_port(port)
-    port.socket._listener.fail_with = errno.ECONNABORTED
-    with pytest.raises(OSError):
-        port.socket.accept()
-    assert port.reading
-
-
-def test_descriptor_budget_stops_accepting_before_the_limit() -> None:
-    """At C{max_connections} open, the port stops accepting until one closes."""
-    site, clock = body_site(max_connections=2)
-    port = FakePort()
-    site.watch_port(port)
-    first = connect(site, "192.0.2.1")
-    assert port.reading
-    connect(site, "192.0.2.2")
-    assert not port.reading
-    clock.advance(web.RESUME_SECONDS)
-    assert not port.reading  # still full
-    first.connectionLost(Failure(ConnectionDone()))
-    clock.advance(web.RESUME_SECONDS)
-    assert port.reading
-    assert site.open_connections == 1
-
-
-def test_descriptor_budget() -> None:
-    """A quarter (at most 256) kept back; two descriptors per connection."""
-    assert web.descriptor_budget(1024) == 384
-    assert web.descriptor_budget(256) == 96
-    assert web.descriptor_budget(20000) == 9872
-    assert web.descriptor_budget(10) == 16

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_discovery -*-
+# -*- test-case-name: tests.test_http_discovery -*-
 """
 Cheap discovery for agents and load balancers: C{/health} and
 C{/.well-known/agent.gopher}.
@@ -42,8 +42,9 @@ from twisted.web.server import NOT_DONE_YET
 
 from gophergem._version import __version__
 from gophergem.config import Config
+from gophergem.http.origin import foreign_request, transport_security
+from gophergem.http.site import refuse
 from gophergem.mcp.policy import POLICY_URI, policy_text
-from gophergem.mcp.web import foreign_request, refuse, transport_security
 
 __all__ = [
     "GOPHER_MENU_TYPE",
@@ -88,7 +89,7 @@ class HealthResource(Directory):
     the replica out; never a URL or an error text.
 
     @param security: The accepted C{Host}/C{Origin} values (see
-        L{gophergem.mcp.web.transport_security}); loopback names by default.
+        L{gophergem.http.origin.transport_security}); loopback names by default.
     @param checks: Asks the backends; fires with the names of those that
         failed (empty when all answered).  C{None}: nothing to ask.
     """

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_mcp_secret_page -*-
+# -*- test-case-name: tests.test_http_secret_page -*-
 """
 One-time web pages that ask the user for a capsule's sensitive input.
 
@@ -18,7 +18,7 @@ to the client; the answer itself never passes through MCP.
 
 The page answers only loopback peers, only under the listener's own
 C{Host}, and refuses foreign origins (the rules of
-L{gophergem.mcp.web.foreign_request}).  An answer is handed to the waiting
+L{gophergem.http.origin.foreign_request}).  An answer is handed to the waiting
 Deferred and kept nowhere else: not logged, not echoed, not stored.
 """
 
@@ -51,12 +51,8 @@ from twisted.web.resource import Resource
 
 from gophergem._plural import counted
 from gophergem.errors import InputTimeout, UserDeclined
-from gophergem.mcp.web import (
-    BodyCappedRequest,
-    BoundedSite,
-    foreign_request,
-    transport_security,
-)
+from gophergem.http.origin import foreign_request, transport_security
+from gophergem.http.site import BodyCappedRequest, BoundedSite
 
 __all__ = [
     "MAX_FORM_FIELDS",
@@ -179,7 +175,7 @@ class SecretPages:
     @ivar ttl: Seconds a page waits for its answer.
     @ivar random: Returns that many random bytes (C{os.urandom}).
     @ivar security: The C{Host}/C{Origin} values accepted (see
-        L{gophergem.mcp.web.transport_security}); C{None} for loopback names
+        L{gophergem.http.origin.transport_security}); C{None} for loopback names
         on the port the request arrived on, which is what a page served by
         L{LoopbackListener} wants.  The checks are made even if the settings
         switch them off.

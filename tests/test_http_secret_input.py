@@ -1,7 +1,8 @@
 """
-The daemon's one-time pages for secret input (L{gophergem.service}): offered
-only on a loopback TCP bind, served under C{/input/} of its own site, never
-logged.
+The providers of L{gophergem.interfaces.ISecretInput}
+(L{gophergem.http.secret_input}): the daemon's one-time pages for secret
+input, offered only on a loopback TCP bind, served under C{/input/} of its
+own site, never logged; and the stdio server's loopback pages.
 """
 
 from __future__ import annotations
@@ -10,10 +11,16 @@ from typing import Any
 
 import pytest
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
 
-from gophergem.mcp.secret_page import SecretPages
-from gophergem.mcp.web import BoundedSite
-from gophergem.service import SiteSecretInput, _page_host
+from gophergem import service
+from gophergem.config import Config
+from gophergem.http.listen import page_host
+from gophergem.http.secret_input import LoopbackSecretInput, SiteSecretInput
+from gophergem.http.secret_page import SecretPages
+from gophergem.http.site import BoundedSite
+from gophergem.interfaces import ISecretInput
+from gophergem.mcp.stdio import StdioMCPService
 
 
 @pytest.mark.parametrize(
@@ -29,7 +36,7 @@ from gophergem.service import SiteSecretInput, _page_host
     ],
 )
 def test_pages_only_on_loopback_tcp(endpoint: str, host: str | None) -> None:
-    assert _page_host(endpoint) == host
+    assert page_host(endpoint) == host
 
 
 def test_site_pages_use_the_base_once_listening() -> None:
@@ -62,3 +69,20 @@ def test_input_pages_are_not_logged(monkeypatch: pytest.MonkeyPatch) -> None:
     site.log(_Request(b"/input/SECRETTOKEN"))
     site.log(_Request(b"/mcp"))
     assert logged == [b"/mcp"]
+
+
+def test_stdio_asks_on_loopback_pages() -> None:
+    """
+    The stdio service the wiring builds asks for secret input on loopback
+    pages, through the interface alone; nothing listens before a capsule asks.
+    """
+    reactor = MemoryReactorClock()
+    offline = Config.from_mapping(
+        {"GEMINI_TOFU_ENABLED": "false", "GEMINI_CLIENT_CERTS_ENABLED": "false"}
+    )
+    top = service.makeService(offline, reactor, transport="stdio")
+    (stdio,) = list(top)
+    assert isinstance(stdio, StdioMCPService)
+    assert isinstance(stdio.secret_input, LoopbackSecretInput)
+    assert ISecretInput.providedBy(stdio.secret_input)
+    assert reactor.tcpServers == []
