@@ -207,3 +207,40 @@ def test_redirect_is_reported_not_followed() -> None:
     assert result.header.status is SpartanStatus.REDIRECT
     assert result.header.meta == "spartan://169.254.169.254/"
     assert server.connections == 1
+
+
+# --- the harness's new catalogues -------------------------------------------------------
+
+
+def test_registry_of_plain_behaviours() -> None:
+    """Each plain-TCP behaviour is registered once, for its protocol, without TLS."""
+    from gophergem.testing.hostile import BEHAVIOURS, PLAIN_BEHAVIOURS
+
+    for protocol, table in PLAIN_BEHAVIOURS.items():
+        for name, behaviour in table.items():
+            assert BEHAVIOURS[(protocol, name)] is behaviour
+            assert behaviour.protocol == protocol and behaviour.tls is None
+            assert not behaviour.raw and behaviour.summary.endswith(".")
+
+
+def test_unknown_protocol_or_behaviour() -> None:
+    """An unknown protocol or name is a ValueError naming what is known."""
+    from twisted.internet.task import Clock
+
+    with pytest.raises(ValueError, match="huge-header"):
+        HostilePlainServer.playing("spartan", "no-such-thing", Clock())
+    with pytest.raises(ValueError):
+        HostilePlainServer.playing("gopher", "trickle", Clock())
+
+
+def test_command_line_lists_and_serves_the_new_protocols(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--list names the new protocols' behaviours; an unknown protocol is refused."""
+    from gophergem.testing.hostile import main
+
+    assert main(["--list"]) == 0
+    protocols = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
+    assert {"finger", "nex", "spartan"} <= protocols
+    with pytest.raises(SystemExit):
+        main(["--protocol", "telnet", "--behaviour", "silent"])

@@ -115,3 +115,14 @@ def test_from_text_only_raises_invalid_request(path: str, userinfo: str) -> None
             continue
         assert FingerURL.from_text(url.to_text()) == url
         assert url.request_line().endswith(b"\r\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_encode_query_only_raises_invalid_request(user: str) -> None:
+    """Any user text is a query line or an InvalidRequest, never a line break sent."""
+    try:
+        line = encode_query(user)
+    except InvalidRequest:
+        return
+    assert line.count(b"\n") == 1 and line.endswith(b"\r\n") and b"@" not in line

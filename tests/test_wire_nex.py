@@ -115,3 +115,11 @@ def test_from_text_only_raises_invalid_request(rest: str) -> None:
         except InvalidRequest:
             continue
         assert NexURL.from_text(url.to_text()) == url
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_typing_any_path_never_raises(path: str) -> None:
+    """Any path has a kind and a MIME type."""
+    assert isinstance(kind_of(path), NexKind)
+    assert "/" in mime_type_of(path)
