@@ -36,6 +36,7 @@ import gophergem
 from gophergem.auth.idp import _BytesProducer
 from gophergem.client.connect import Connector, ReactorResolver, _Collector, _VettedEndpoint
 from gophergem.client.gemini import GeminiClientProtocol
+from gophergem.client.titan import TitanClientProtocol
 from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.fetcher import Fetcher
 from gophergem.http.secret_input import LoopbackSecretInput, SiteSecretInput
@@ -62,6 +63,7 @@ from gophergem.trust.decision import PresentedCertificate, TrustDecision, decide
 from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from gophergem.url import GopherURL
+from gophergem.wire.titan import TitanURL
 
 PACKAGE = Path(gophergem.__file__).parent
 
@@ -103,6 +105,9 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
     _VettedEndpoint: _vetted_endpoint,
     GeminiClientProtocol: lambda tmp: GeminiClientProtocol(
         b"gemini://localhost/\r\n", 1024, lambda: None
+    ),
+    TitanClientProtocol: lambda tmp: TitanClientProtocol(
+        TitanURL("localhost"), b"x", 1024, lambda: None
     ),
     FileFeedStore: lambda tmp: FileFeedStore(tmp / "feeds.json"),
     MemoryFeedStore: lambda tmp: MemoryFeedStore(),

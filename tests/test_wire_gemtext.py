@@ -546,3 +546,24 @@ def test_gemtext_lines_stop_where_the_reader_stops() -> None:
     assert next(lines) == (GemtextLine("heading1", "# a", text="a", level=1), 4)
     assert next(lines)[1] == 10
     assert list(lines) == []
+
+
+# --- Spartan's input links (issue 23) ------------------------------------------------
+
+
+def test_input_lines_are_text_unless_asked() -> None:
+    """
+    A =: line is a text line in Gemini's gemtext (nothing changes for it) and
+    a link that takes input when parsed with input_links (Spartan's).
+    """
+    base = GeminiURL.from_text("gemini://example.org/dir/")
+    page = "=: /search Search\n=> a.gmi A\n"
+    plain = parse_gemtext(page, base)
+    assert [line.type for line in plain.lines] == ["text", "link"]
+    assert plain.links == (Link("gemini://example.org/dir/a.gmi", "A"),)
+    spartan = parse_gemtext(page, base, input_links=True)
+    assert spartan.links == (
+        Link("gemini://example.org/search", "Search", takes_input=True),
+        Link("gemini://example.org/dir/a.gmi", "A"),
+    )
+    assert spartan.lines[0].content == "=: /search Search"

@@ -46,6 +46,8 @@ from gophergem.errors import BlockedError, ConnectionFailed, DNSError, FetchTime
 from gophergem.interfaces import IAddressPolicy, IResolver
 from gophergem.policy.addresses import IPAddress, parse_ip_literal
 from gophergem.url import GeminiURL, GopherURL
+from gophergem.wire.smolweb import SmolwebURL
+from gophergem.wire.titan import TitanURL
 
 __all__ = ["Connector", "ReactorResolver", "TCPReactor", "reactor_resolver"]
 
@@ -168,27 +170,32 @@ class Connector:
 
     def endpoint_for(
         self,
-        url: GopherURL | GeminiURL,
+        url: GopherURL | GeminiURL | SmolwebURL,
         tls: IOpenSSLClientConnectionCreator | None = None,
     ) -> IStreamClientEndpoint:
         """
         The endpoint for C{url}'s host and port, through a vetted address
         (in the manner of C{Agent}'s C{endpointForURI}).
 
-        The scheme picks TLS: a C{gemini://} URL is always dialled over TLS
-        with C{tls} (which then must be given), a C{gopher://} URL never.
+        The scheme picks TLS: a C{gemini://} or C{titan://} URL is always
+        dialled over TLS with C{tls} (which then must be given), a
+        C{gopher://}, C{finger://}, C{nex://} or C{spartan://} URL never.
 
         @raise ValueError: When C{tls} does not fit the scheme.
         """
-        if isinstance(url, GeminiURL) and tls is None:
-            raise ValueError("gemini:// is TLS only: give the connection creator")
-        if isinstance(url, GopherURL) and tls is not None:
-            raise ValueError("gopher:// is plain TCP: no connection creator applies")
+        if isinstance(url, GeminiURL | TitanURL):
+            if tls is None:
+                raise ValueError("gemini:// and titan:// are TLS only: give the connection creator")
+        elif tls is not None:
+            raise ValueError(
+                "gopher://, finger://, nex:// and spartan:// are plain TCP: "
+                "no connection creator applies"
+            )
         return _VettedEndpoint(self, url.host, url.port, tls)
 
     def connect(
         self,
-        url: GopherURL | GeminiURL,
+        url: GopherURL | GeminiURL | SmolwebURL,
         protocol: _P,
         tls: IOpenSSLClientConnectionCreator | None = None,
     ) -> Deferred[_P]:

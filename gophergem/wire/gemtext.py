@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Iterator
+from typing import Protocol
 
 import attrs
 
@@ -33,6 +34,7 @@ __all__ = [
     "GemtextDocument",
     "GemtextLine",
     "Link",
+    "LinkBase",
     "TextWindow",
     "feed_entry",
     "gemtext_lines",
@@ -52,10 +54,26 @@ class Link:
         Links to other schemes (C{gopher:}, C{https:}, C{data:}, C{file:}...)
         are kept as written; nothing here fetches them.
     @ivar text: The label, sanitised, or C{None} when the line has none.
+    @ivar takes_input: Whether the link asks the reader for input, which
+        is sent with the request (Spartan's C{=:} lines; only when parsed
+        with C{input_links}).
     """
 
     url: str
     text: str | None = None
+    takes_input: bool = False
+
+
+class LinkBase(Protocol):
+    """
+    The URL of a page, against which its links are resolved: a
+    L{GeminiURL}, or the URL of another scheme whose pages are gemtext
+    (C{spartan://}, a C{nex://} directory).
+    """
+
+    def resolve(self, reference: str) -> str:
+        """Resolve a link target to an absolute URL; never raises."""
+        ...
 
 
 @attrs.frozen
@@ -141,7 +159,9 @@ _DESCRIPTIVE = frozenset(
 )
 
 
-def parse_gemtext(text: str, base: GeminiURL) -> GemtextDocument:
+def parse_gemtext(
+    text: str, base: GeminiURL | LinkBase, *, input_links: bool = False
+) -> GemtextDocument:
     """
     Parse a decoded gemtext page.  Never raises.
 
@@ -154,11 +174,14 @@ def parse_gemtext(text: str, base: GeminiURL) -> GemtextDocument:
 
     @param text: The page, already decoded.
     @param base: The page's own URL, against which links are resolved.
+    @param input_links: Read Spartan's C{=:} lines as links that take
+        input (L{Link.takes_input}); without it they are text lines, as
+        Gemini has them.
     """
     lines: list[GemtextLine] = []
     links: list[Link] = []
     entries: list[FeedEntry] = []
-    for line, _ in gemtext_lines(text, base):
+    for line, _ in gemtext_lines(text, base, input_links=input_links):
         lines.append(line)
         if line.link is not None:
             links.append(line.link)
@@ -170,7 +193,11 @@ def parse_gemtext(text: str, base: GeminiURL) -> GemtextDocument:
 
 
 def gemtext_lines(
-    text: str, base: GeminiURL, *, preformatted: bool = False
+    text: str,
+    base: GeminiURL | LinkBase,
+    *,
+    preformatted: bool = False,
+    input_links: bool = False,
 ) -> Iterator[tuple[GemtextLine, int]]:
     """
     The lines of a decoded gemtext page, parsed one at a time as they are
@@ -182,6 +209,7 @@ def gemtext_lines(
     @param preformatted: Whether C{text} starts inside a preformatted block
         (a window of a page that opened one earlier).  A byte order mark is
         skipped only at the start of a page, never inside a block.
+    @param input_links: Read C{=:} lines as links that take input (Spartan).
     """
     position = 0
     if not preformatted and text.startswith("\ufeff"):
@@ -203,10 +231,10 @@ def gemtext_lines(
         elif preformatted:
             yield GemtextLine("preformat", sanitise(raw)), stop
         else:
-            yield _classify(raw, base), stop
+            yield _classify(raw, base, input_links), stop
 
 
-def _classify(raw: str, base: GeminiURL) -> GemtextLine:
+def _classify(raw: str, base: GeminiURL | LinkBase, input_links: bool = False) -> GemtextLine:
     content = sanitise_line(raw)
     first = raw[:1]  # the line's type is in its first characters: look once
     if first == "=":
@@ -214,6 +242,10 @@ def _classify(raw: str, base: GeminiURL) -> GemtextLine:
             link = _link(raw[2:], base)
             if link is not None:
                 return GemtextLine("link", content, link=link)
+        elif input_links and raw.startswith("=:"):
+            link = _link(raw[2:], base)
+            if link is not None:
+                return GemtextLine("link", content, link=attrs.evolve(link, takes_input=True))
     elif first == "#":
         level = 3 if raw.startswith("###") else 2 if raw.startswith("##") else 1
         return GemtextLine(_HEADINGS[level], content, text=_after(raw, level), level=level)
@@ -233,7 +265,7 @@ def _after(raw: str, marker_length: int) -> str:
     return sanitise_line(raw[marker_length:]).lstrip(_SPACE)
 
 
-def _link(rest: str, base: GeminiURL) -> Link | None:
+def _link(rest: str, base: GeminiURL | LinkBase) -> Link | None:
     """Read the target and label after C{=>}; C{None} when there is no target."""
     match = _WORD.search(rest)
     if match is None:

@@ -18,8 +18,10 @@ from gophergem.testing.hostile._gemini import GEMINI_BEHAVIOURS
 from gophergem.testing.hostile._gopher import GOPHER_BEHAVIOURS
 from gophergem.testing.hostile._servers import (
     BEHAVIOURS,
+    PLAIN_BEHAVIOURS,
     HostileGeminiServer,
     HostileGopherServer,
+    HostilePlainServer,
     HostileServer,
     check_loopback,
     lookup,
@@ -30,10 +32,11 @@ from gophergem.testing.hostile._servers import (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m gophergem.testing.hostile",
-        description="Serve one misbehaving Gopher or Gemini server on a loopback port. "
+        description="Serve one misbehaving Gopher, Gemini, Finger, Nex or Spartan server "
+        "on a loopback port. "
         "Prints the port on the first line of standard output, then serves until killed.",
     )
-    parser.add_argument("--protocol", choices=("gopher", "gemini"))
+    parser.add_argument("--protocol", choices=("gopher", "gemini", *PLAIN_BEHAVIOURS))
     parser.add_argument("--behaviour", metavar="NAME", help="See --list.")
     parser.add_argument("--port", type=int, default=0, help="0 (the default): any free port.")
     parser.add_argument(
@@ -57,9 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _parser().error("--behaviour is required (see --list)")
     protocol, _, name = args.behaviour.rpartition(":")
     protocol = protocol or args.protocol
-    if protocol not in ("gopher", "gemini"):
-        _parser().error("--protocol gopher|gemini is required (or --behaviour gemini:NAME)")
-    table = GOPHER_BEHAVIOURS if protocol == "gopher" else GEMINI_BEHAVIOURS
+    if protocol not in ("gopher", "gemini", *PLAIN_BEHAVIOURS):
+        _parser().error(
+            "--protocol gopher|gemini|finger|nex|spartan is required (or --behaviour gemini:NAME)"
+        )
+    tables = {"gopher": GOPHER_BEHAVIOURS, "gemini": GEMINI_BEHAVIOURS, **PLAIN_BEHAVIOURS}
+    table = tables[protocol]
     try:
         check_loopback(args.interface)
         behaviour = lookup(table, protocol, name)
@@ -68,9 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def serve(reactor: Any) -> Deferred[None]:
         server: HostileServer = (
-            HostileGopherServer(behaviour, reactor)
-            if protocol == "gopher"
-            else HostileGeminiServer(behaviour, reactor, args.hostname)
+            HostileGeminiServer(behaviour, reactor, args.hostname)
+            if protocol == "gemini"
+            else HostilePlainServer(behaviour, reactor)
+            if protocol in PLAIN_BEHAVIOURS
+            else HostileGopherServer(behaviour, reactor)
         )
         listening = serve_loopback(server, reactor, args.port, args.interface)
         sys.stdout.write(f"{getattr(listening.getHost(), 'port', 0)}\n")

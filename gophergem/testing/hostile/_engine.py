@@ -45,7 +45,7 @@ FLOOD_LIMIT = 64 * 1024 * 1024
 
 _MAX_REQUEST = 64 * 1024  # a hostile server must not be a memory sink itself
 
-ProtocolName = Literal["gopher", "gemini"]
+ProtocolName = Literal["gopher", "gemini", "finger", "nex", "spartan"]
 Respond = Callable[["HostileExchange", bytes], None]
 
 
@@ -272,7 +272,8 @@ class Behaviour:
     One way to misbehave.
 
     @ivar name: What tests and the command line call it (C{kebab-case}).
-    @ivar protocol: C{"gopher"} or C{"gemini"}.
+    @ivar protocol: C{"gopher"}, C{"gemini"}, or one of the small web's plain-TCP
+        protocols: C{"finger"}, C{"nex"}, C{"spartan"}.
     @ivar summary: One sentence: what the server does.
     @ivar respond: Drives a connection once its request has arrived:
         C{respond(exchange, request)}; the request is the Gopher selector

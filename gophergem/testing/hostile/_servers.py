@@ -23,8 +23,11 @@ from twisted.internet.protocol import Factory, ServerFactory
 from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 
 from gophergem.testing.hostile._engine import FLOOD_LIMIT, Behaviour, HostileExchange
+from gophergem.testing.hostile._finger import FINGER_BEHAVIOURS
 from gophergem.testing.hostile._gemini import GEMINI_BEHAVIOURS
 from gophergem.testing.hostile._gopher import GOPHER_BEHAVIOURS
+from gophergem.testing.hostile._nex import NEX_BEHAVIOURS
+from gophergem.testing.hostile._spartan import SPARTAN_BEHAVIOURS
 
 if TYPE_CHECKING:
     from gophergem.testing import MemoryNetwork
@@ -33,6 +36,16 @@ if TYPE_CHECKING:
 BEHAVIOURS: Mapping[tuple[str, str], Behaviour] = {
     **{("gopher", name): b for name, b in GOPHER_BEHAVIOURS.items()},
     **{("gemini", name): b for name, b in GEMINI_BEHAVIOURS.items()},
+    **{("finger", name): b for name, b in FINGER_BEHAVIOURS.items()},
+    **{("nex", name): b for name, b in NEX_BEHAVIOURS.items()},
+    **{("spartan", name): b for name, b in SPARTAN_BEHAVIOURS.items()},
+}
+
+#: The small web's plain-TCP catalogues (served by L{HostilePlainServer}).
+PLAIN_BEHAVIOURS: Mapping[str, Mapping[str, Behaviour]] = {
+    "finger": FINGER_BEHAVIOURS,
+    "nex": NEX_BEHAVIOURS,
+    "spartan": SPARTAN_BEHAVIOURS,
 }
 
 
@@ -93,6 +106,27 @@ class HostileGopherServer(Factory):
     def wire_factory(self) -> IProtocolFactory:
         """The factory to listen with: this one (Gopher is plain TCP)."""
         return self
+
+
+class HostilePlainServer(HostileGopherServer):
+    """
+    A Finger, Nex or Spartan server that misbehaves as its L{Behaviour}
+    says: plain TCP, like L{HostileGopherServer}, playing another catalogue.
+    """
+
+    @classmethod
+    def playing(
+        cls, protocol: str, name: str, clock: IReactorTime, **options: Any
+    ) -> HostilePlainServer:
+        """
+        The server playing C{protocol}'s behaviour called C{name}
+        (C{protocol}: C{"finger"}, C{"nex"} or C{"spartan"}).
+
+        @raise ValueError: If there is no such protocol or behaviour.
+        """
+        if protocol not in PLAIN_BEHAVIOURS:
+            raise ValueError(f"no plain-TCP protocol named {protocol!r}")
+        return cls(lookup(PLAIN_BEHAVIOURS[protocol], protocol, name), clock, **options)
 
 
 class _UnbufferedTLSFactory(TLSMemoryBIOFactory):

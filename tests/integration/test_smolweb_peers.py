@@ -1,0 +1,348 @@
+"""
+The small web's client protocols against real servers nobody here wrote,
+over real TCP on 127.0.0.1 (free ports), dialled through the connect pinch
+point on the real reactor:
+
+  - smolserve (PyPI): Finger (a plan for any user), Nex (listings and
+    files) and Spartan (pages, C{=:} links, a missing path);
+  - jayhawk (PyPI): Spartan, with its own file dispatcher, plus one route
+    the test adds that answers with jayhawk's redirect (neither server
+    redirects on its own);
+  - the Titan server of L{gophergem.testing.titan}, as its own process
+    (C{python -m gophergem.testing.titan}), over real TLS.
+
+Each server runs as a subprocess in its own process group and is stopped
+with it.  A missing peer skips, or fails under C{GOPHERGEM_REQUIRE_PEERS=1}
+(install them with C{pip install -e '.[test]'}).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+from twisted.internet.defer import Deferred
+
+from gophergem.client.connect import Connector, reactor_resolver
+from gophergem.client.finger import FingerClientProtocol
+from gophergem.client.nex import NexClientProtocol
+from gophergem.client.spartan import SpartanClientProtocol, SpartanResponse
+from gophergem.client.titan import TitanClientProtocol
+from gophergem.policy.targets import AddressPolicy
+from gophergem.tls import GeminiTLSCreator
+from gophergem.trust.decision import decide
+from gophergem.wire.finger import FingerURL, decode_answer
+from gophergem.wire.nex import NexKind, NexURL, decode_document, parse_directory
+from gophergem.wire.spartan import SpartanStatus, SpartanURL, parse_page
+from gophergem.wire.titan import TitanURL
+
+from .conftest import LOOPBACK, _missing_peer, _stop_process_group, unused_loopback_port
+
+pytestmark = pytest.mark.integration
+
+STARTUP_DEADLINE = 20.0  # seconds for a peer to accept connections
+EXCHANGE_DEADLINE = 15.0  # seconds one exchange may take
+CAP = 1024 * 1024
+
+PLAN = "Working on the small web.\nCafé at noon.\n"
+INDEX = "# Spartan capsule\n=> about.gmi About\n=: /search Search the capsule\n"
+POST = "First post, over Nex.\n"
+
+
+def _executable(name: str) -> str | None:
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def _wait_for(proc: subprocess.Popen[bytes], ports: list[int], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_DEADLINE
+    waiting = list(ports)
+    while waiting and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the peer exited: {log.read_text(errors='replace')}")
+        try:
+            with socket.create_connection((LOOPBACK, waiting[0]), timeout=1.0):
+                waiting.pop(0)
+        except OSError:
+            time.sleep(0.05)
+    if waiting:
+        _stop_process_group(proc)
+        raise RuntimeError(f"the peer did not listen on {waiting}: {log.read_text()}")
+
+
+def _start(argv: list[str], ports: list[int], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
+    _wait_for(proc, ports, log)
+    return proc
+
+
+@dataclass(frozen=True)
+class Smolserve:
+    finger: int
+    spartan: int
+    nex: int
+
+
+@pytest.fixture(scope="module")
+def smolserve() -> Iterator[Smolserve]:
+    command = _executable("smolserve")
+    if command is None:
+        _missing_peer("smolserve is not installed (pip install -e '.[test]')")
+    assert command is not None
+    with tempfile.TemporaryDirectory(prefix="gophergem-smolserve-") as base:
+        root = Path(base)
+        (root / "plan.txt").write_text(PLAN, encoding="utf-8")
+        spartan = root / "spartan"
+        spartan.mkdir()
+        (spartan / "index.gmi").write_text(INDEX, encoding="utf-8")
+        (spartan / "about.gmi").write_text("# About\n", encoding="utf-8")
+        nex = root / "nex"
+        (nex / "posts").mkdir(parents=True)
+        (nex / "posts" / "first.txt").write_text(POST, encoding="utf-8")
+        (nex / "notes.txt").write_text("Notes.\n", encoding="utf-8")
+        ports = Smolserve(unused_loopback_port(), unused_loopback_port(), unused_loopback_port())
+        argv = [
+            command,
+            "--host",
+            LOOPBACK,
+            "--no-gemini",
+            "--no-gopher",
+            "--finger-port",
+            str(ports.finger),
+            "--finger-plan",
+            str(root / "plan.txt"),
+            "--spartan-port",
+            str(ports.spartan),
+            "--spartan-root",
+            str(spartan),
+            "--nex-port",
+            str(ports.nex),
+            "--nex-root",
+            str(nex),
+        ]
+        proc = _start(argv, [ports.finger, ports.spartan, ports.nex], root / "log")
+        try:
+            yield ports
+        finally:
+            _stop_process_group(proc)
+
+
+#: jayhawk's own file dispatcher, with one route that answers with jayhawk's redirect.
+JAYHAWK = """
+import sys, jayhawk
+class Capsule(jayhawk.FileBasedSpartanHandler):
+    root = sys.argv[1]
+    def handle_request(self, host, path, data=b""):
+        if path == "/old":
+            self.response_code(3, "/index.gmi")
+        else:
+            super().handle_request(host, path, data)
+jayhawk.serve(Capsule, (sys.argv[2], int(sys.argv[3])))
+"""
+
+
+@pytest.fixture(scope="module")
+def jayhawk() -> Iterator[int]:
+    try:
+        import jayhawk as _  # noqa: F401
+    except ImportError:
+        _missing_peer("jayhawk is not installed (pip install -e '.[test]')")
+    with tempfile.TemporaryDirectory(prefix="gophergem-jayhawk-") as base:
+        root = Path(base) / "root"
+        (root / LOOPBACK).mkdir(parents=True)  # jayhawk serves root/host/path
+        (root / LOOPBACK / "index.gmi").write_text(INDEX, encoding="utf-8")
+        port = unused_loopback_port()
+        argv = [sys.executable, "-c", JAYHAWK, str(root), LOOPBACK, str(port)]
+        proc = _start(argv, [port], Path(base) / "log")
+        try:
+            yield port
+        finally:
+            _stop_process_group(proc)
+
+
+@dataclass(frozen=True)
+class TitanPeer:
+    port: int
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def titan_server() -> Iterator[TitanPeer]:
+    with tempfile.TemporaryDirectory(prefix="gophergem-titan-") as base:
+        root = Path(base) / "root"
+        root.mkdir()
+        argv = [sys.executable, "-m", "gophergem.testing.titan", "--port", "0", "--root", str(root)]
+        argv += ["--token", "s3cret"]
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline().decode().strip() or "0")
+            assert port, "the Titan server did not print its port"
+            _wait_for(proc, [port], Path(base) / "no-log")
+            yield TitanPeer(port, root)
+        finally:
+            _stop_process_group(proc)
+            with contextlib.suppress(Exception):
+                proc.stdout.close()  # type: ignore[union-attr]
+
+
+async def exchange(url: Any, protocol: Any, tls: Any = None) -> Any:
+    """Dial C{url} through the pinch point on the real reactor and await the answer."""
+    from twisted.internet import reactor
+
+    connector = Connector(reactor, reactor_resolver(reactor), AddressPolicy(allow_local=True))
+    d: Deferred[Any] = connector.connect(url, protocol, tls).addCallback(lambda p: p.finished)
+    d.addTimeout(EXCHANGE_DEADLINE, reactor)
+    return await d
+
+
+# --- Finger (smolserve) ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["finger://{h}:{p}/alice", "finger://alice@{h}:{p}"])
+@pytest_twisted.ensureDeferred
+async def test_finger_plan_both_spellings(smolserve: Smolserve, spelling: str) -> None:
+    """Both URL spellings read the plan, decoded and whole."""
+    url = FingerURL.from_text(spelling.format(h=LOOPBACK, p=smolserve.finger))
+    response = await exchange(url, FingerClientProtocol(url, CAP))
+    assert response.clean and not response.overflowed
+    assert decode_answer(response.data).text == PLAN
+
+
+@pytest_twisted.ensureDeferred
+async def test_finger_list_users(smolserve: Smolserve) -> None:
+    """An empty query (finger://host/) is answered too."""
+    url = FingerURL.from_text(f"finger://{LOOPBACK}:{smolserve.finger}/")
+    response = await exchange(url, FingerClientProtocol(url, CAP))
+    assert response.clean and decode_answer(response.data).text
+
+
+# --- Nex (smolserve) --------------------------------------------------------------------
+
+
+@pytest_twisted.ensureDeferred
+async def test_nex_directory_then_file(smolserve: Smolserve) -> None:
+    """A listing's links are absolute nex:// URLs; following one reads the file."""
+    root = NexURL.from_text(f"nex://{LOOPBACK}:{smolserve.nex}/posts/")
+    assert root.kind is NexKind.DIRECTORY
+    listing = await exchange(root, NexClientProtocol(root, CAP))
+    document = parse_directory(decode_document(listing.data).text, root)
+    first = f"nex://{LOOPBACK}:{smolserve.nex}/posts/first.txt"
+    assert first in [link.url for link in document.links]
+    url = NexURL.from_text(first)
+    assert url.kind is NexKind.TEXT
+    response = await exchange(url, NexClientProtocol(url, CAP))
+    assert response.clean and decode_document(response.data).text == POST
+
+
+# --- Spartan (smolserve and jayhawk) ------------------------------------------------------
+
+
+async def spartan(port: int, path: str, data: bytes | None = None) -> SpartanResponse:
+    url = SpartanURL.from_text(f"spartan://{LOOPBACK}:{port}{path}")
+    return await exchange(url, SpartanClientProtocol.for_url(url, CAP, data))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("peer", ["smolserve", "jayhawk"])
+@pytest_twisted.ensureDeferred
+async def test_spartan_page_and_its_input_link(request: pytest.FixtureRequest, peer: str) -> None:
+    """A page is status 2 gemtext; its =: line is a link that takes input, made absolute."""
+    port = request.getfixturevalue(peer)
+    port = port.spartan if isinstance(port, Smolserve) else port
+    response = await spartan(port, "/index.gmi")
+    assert response.header.status is SpartanStatus.SUCCESS
+    assert response.header.meta.startswith("text/gemini")
+    base = SpartanURL.from_text(f"spartan://{LOOPBACK}:{port}/index.gmi")
+    document = parse_page(bytes(response.body).decode("utf-8"), base)
+    links = {link.url: link.takes_input for link in document.links}
+    assert links == {
+        f"spartan://{LOOPBACK}:{port}/about.gmi": False,
+        f"spartan://{LOOPBACK}:{port}/search": True,
+    }
+
+
+@pytest.mark.parametrize("peer", ["smolserve", "jayhawk"])
+@pytest_twisted.ensureDeferred
+async def test_spartan_missing_path_is_a_client_error(
+    request: pytest.FixtureRequest, peer: str
+) -> None:
+    """A missing path is status 4 with the server's message."""
+    port = request.getfixturevalue(peer)
+    port = port.spartan if isinstance(port, Smolserve) else port
+    response = await spartan(port, "/no/such/page.gmi")
+    assert response.header.status is SpartanStatus.CLIENT_ERROR
+    assert response.header.meta and response.body == b""
+
+
+@pytest_twisted.ensureDeferred
+async def test_spartan_input_goes_as_the_data_block(smolserve: Smolserve) -> None:
+    """Input sent as the data block is read by the server (it answers the page)."""
+    response = await spartan(smolserve.spartan, "/index.gmi", b"some words")
+    assert response.header.status is SpartanStatus.SUCCESS
+
+
+@pytest_twisted.ensureDeferred
+async def test_spartan_redirect_is_reported(jayhawk: int) -> None:
+    """jayhawk's redirect is status 3 with a path on the same host, resolved, not followed."""
+    response = await spartan(jayhawk, "/old")
+    assert response.header.status is SpartanStatus.REDIRECT
+    base = SpartanURL.from_text(f"spartan://{LOOPBACK}:{jayhawk}/old")
+    assert base.resolve(response.header.meta) == f"spartan://{LOOPBACK}:{jayhawk}/index.gmi"
+
+
+# --- Titan (gophergem.testing.titan, its own process) --------------------------------
+
+
+def _creator(port: int) -> GeminiTLSCreator:
+    return GeminiTLSCreator(
+        "localhost", lambda cert: decide("localhost", port, None, cert, time.time())
+    )
+
+
+@pytest_twisted.ensureDeferred
+async def test_titan_upload_over_real_tls(titan_server: TitanPeer) -> None:
+    """An upload is stored byte for byte and answered with a redirect to the page."""
+    content = "# Uploaded\nCafé.\n".encode()
+    url = TitanURL.for_upload(
+        f"titan://{LOOPBACK}:{titan_server.port}/notes/new.gmi;size=1;token=theirs",
+        len(content),
+        "text/gemini",
+        "s3cret",
+    )
+    response = await exchange(
+        url, TitanClientProtocol(url, content, CAP, lambda: None), _creator(titan_server.port)
+    )
+    assert response.header.status == 30
+    assert response.header.meta == f"gemini://{LOOPBACK}:{titan_server.port}/notes/new.gmi"
+    assert (titan_server.root / "notes" / "new.gmi").read_bytes() == content
+
+
+@pytest_twisted.ensureDeferred
+async def test_titan_wrong_token_is_refused(titan_server: TitanPeer) -> None:
+    """The server's refusal is a Gemini failure status; nothing is stored."""
+    url = TitanURL.for_upload(f"titan://{LOOPBACK}:{titan_server.port}/x.gmi", 1, token="bad")
+    response = await exchange(
+        url, TitanClientProtocol(url, b"x", CAP, lambda: None), _creator(titan_server.port)
+    )
+    assert response.header.status == 59
+    assert not (titan_server.root / "x.gmi").exists()
