@@ -212,6 +212,22 @@ def test_only_mcp_imports_the_sdk(path: Path) -> None:
         )
 
 
+#: The MCP side: the SDK (C{mcp}, C{mcp_types}) and gophergem's front door on it.
+MCP_SIDE = ("mcp", "mcp_types", "gophergem.mcp")
+
+
+@pytest.mark.parametrize("path", modules("render/**/*.py"), ids=lambda p: relative(p))
+def test_render_is_free_of_mcp(path: Path) -> None:
+    """
+    Nothing under gophergem/render imports the MCP SDK or L{gophergem.mcp},
+    not even lazily or for types: the CLI renders through it without either.
+    """
+    for found in imports_in(path):
+        assert not any(
+            found.target == side or found.target.startswith(side + ".") for side in MCP_SIDE
+        ), f"{relative(path)}:{found.line} imports {found.target}"
+
+
 @pytest.mark.parametrize("path", modules("**/*.py"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_global_reactor_outside_wiring(path: Path) -> None:
     """Only the wiring modules import the global reactor."""
@@ -269,6 +285,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What the library offers on top of any IFetcher: following pages, searching
     # (the search package offers its engines and its operation alike).
     ("capsules", ("gophergem.feeds.follow", "gophergem.search")),
+    # Results (and feed and search answers) as payloads and text: shown alike
+    # by the MCP tools and the CLI, so below both (see test_render_is_free_of_mcp).
+    ("render", ("gophergem.render",)),
     ("mcp", ("gophergem.mcp",)),
     (
         "wiring",

@@ -26,8 +26,9 @@ from twisted.internet.defer import Deferred
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
 from gophergem.mcp._sdk import publish_output_schema
-from gophergem.mcp.payloads import compact_text, tool_error_payload
-from gophergem.mcp.rendered import render, render_batch
+from gophergem.render.memo import render, render_batch
+from gophergem.render.payloads import tool_error_payload
+from gophergem.render.text import compact_text
 from gophergem.results import FetchResult, GeminiResult
 
 __all__ = [

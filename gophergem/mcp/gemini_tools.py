@@ -3,7 +3,7 @@
 The two Gemini fetch tools, C{gemini_fetch} and C{gemini_batch_fetch}.
 
 Each awaits the server's L{IFetcher} and hands the result to
-L{gophergem.mcp.payloads}.  C{gemini_fetch} asks the user two things, in
+L{gophergem.render.payloads}.  C{gemini_fetch} asks the user two things, in
 both protocol eras (a legacy client gets an C{elicitation/create} request
 mid-call, a 2026-07-28 client an C{input_required} result to answer and
 retry with):
