@@ -454,7 +454,7 @@ INPUT_PATH = "input"
 class SiteSecretInput:
     """
     The daemon's one-time pages for a capsule's secret input, served by its
-    own site under C{/input/} (see L{gemini_tools<gophergem.mcp.gemini_tools>}):
+    own site under C{/input/} (see L{gophergem.mcp.tools.gemini}):
     offered only when the daemon listens on loopback alone, so that whoever
     opens a page is on this machine.
 
@@ -766,9 +766,9 @@ class _HTTPParts:
         from twisted.internet import endpoints
 
         from gophergem.feeds.follow import Follower
-        from gophergem.mcp.feed_tools import UPDATES_URI
         from gophergem.mcp.principals import Principals
         from gophergem.mcp.server import build_server
+        from gophergem.mcp.tools.feeds import UPDATES_URI
         from gophergem.mcp.web import LifespanService
 
         config, reactor, endpoint = self.config, self.reactor, self.endpoint

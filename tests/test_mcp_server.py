@@ -237,7 +237,7 @@ def test_tools_are_the_module_level_functions() -> None:
     """Every listed tool is a module-level function of a tool module; the server has the fetcher."""
     import inspect
 
-    from gophergem.mcp import gemini_tools, gopher_tools, trust_tools
+    from gophergem.mcp.tools import gemini, gopher, trust
 
     net, _ = network()
     fetcher = net.fetcher()
@@ -245,7 +245,7 @@ def test_tools_are_the_module_level_functions() -> None:
     assert server.fetcher is fetcher
     functions = {
         name: getattr(module, name)
-        for module in (gopher_tools, gemini_tools, trust_tools)
+        for module in (gopher, gemini, trust)
         for name in module.__all__
         if name.startswith(("gopher_", "gemini_"))
     }

@@ -2,8 +2,8 @@
 The MCP front door, on the official SDK.
 
   - L{gophergem.mcp.server}: builds the SDK server from the rest;
-  - L{gophergem.mcp.gopher_tools}, L{gophergem.mcp.gemini_tools},
-    L{gophergem.mcp.trust_tools}: the tools, by concern;
+  - L{gophergem.mcp.tools}: the tools, one module per concern, and what
+    they share;
   - L{gophergem.mcp.schemas}: the output models of the payloads (which
     L{gophergem.render} builds, for the CLI too);
   - L{gophergem.mcp.policy} and L{gophergem.mcp.prompts}: the policy

@@ -9,7 +9,7 @@ SDK's answers to the set-up and list requests.
   - C{output_schemas.json}: each tool's C{outputSchema}, as the SDK derives
     it from the output models of L{gophergem.mcp.schemas}.  The server
     publishes these at start-up instead of building the models
-    (L{gophergem.mcp._tools.add_tool}).
+    (L{gophergem.mcp.tools.add_tool}).
   - C{ready_answers.json}: the answers the console script's stdio server
     gives to C{initialize} and C{server/discover} for every protocol version
     the SDK supports, and to the list requests, recorded from a real
@@ -71,12 +71,12 @@ def _server(config: Config | None = None) -> Any:
     from gophergem.feeds.follow import Follower
     from gophergem.feeds.store import MemoryFeedStore
     from gophergem.fetcher import Fetcher
-    from gophergem.mcp import _tools
+    from gophergem.mcp import tools
     from gophergem.trust.identities import MemoryIdentityStore
     from gophergem.trust.pins import MemoryPinStore
 
     # The schemas the models give now, even when output_schemas.json is stale.
-    _tools.OUTPUT_SCHEMAS.update(output_schemas())
+    tools.OUTPUT_SCHEMAS.update(output_schemas())
     config = Config() if config is None else config
     fetcher = Fetcher.from_config(
         config,

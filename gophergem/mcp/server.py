@@ -2,9 +2,8 @@
 """
 The MCP front door: the official SDK's server, with gophergem's tools.
 
-L{build_server} puts together the tools (L{gophergem.mcp.gopher_tools},
-L{gophergem.mcp.gemini_tools}, L{gophergem.mcp.trust_tools}), the policy
-resource (L{gophergem.mcp.policy}) and the prompts
+L{build_server} puts together the tools (L{gophergem.mcp.tools}, one module
+per concern), the policy resource (L{gophergem.mcp.policy}) and the prompts
 (L{gophergem.mcp.prompts}) on one L{GophergemServer}, which carries the
 L{IFetcher} every tool calls.
 """
@@ -38,17 +37,14 @@ from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFetcher
-from gophergem.mcp import (
-    feed_tools,
-    gemini_tools,
-    gopher_tools,
-    policy,
-    prompts,
-    search_tools,
-    trust_tools,
-)
+from gophergem.mcp import policy, prompts
 from gophergem.mcp._sdk import add_request_handler, connection_of
 from gophergem.mcp.principals import Principals, current_principal
+from gophergem.mcp.tools import feeds as feed_tools
+from gophergem.mcp.tools import gemini as gemini_tools
+from gophergem.mcp.tools import gopher as gopher_tools
+from gophergem.mcp.tools import search as search_tools
+from gophergem.mcp.tools import trust as trust_tools
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "argument_errors", "build_server"]
 
@@ -117,7 +113,7 @@ class GophergemServer(MCPServer[Any]):
         self.config = config
         self.follower = follower
         self.secret_input = secret_input
-        """Where a capsule's secret input is asked for (see L{gophergem.mcp.gemini_tools})."""
+        """Where a capsule's secret input is asked for (see L{gophergem.mcp.tools.gemini})."""
         self.principals: Principals | None = None
         """Each authenticated caller's fetcher and follower; C{None}: one for all."""
         self._telling: set[asyncio.Task[None]] = set()
@@ -335,9 +331,9 @@ def build_server(
     the subscriptions out.  Without a C{config}, only the Gopher, Gemini,
     trust and identity tools (and the subscriptions, with a C{follower}).
     With a C{secret_input} (see
-    L{gemini_tools.LoopbackSecretInput}), a capsule's sensitive input is
-    asked for on a one-time page where the client supports URL-mode
-    elicitation; with a C{token_verifier} and its C{auth} settings (both or
+    L{LoopbackSecretInput<gophergem.mcp.tools.gemini.LoopbackSecretInput>}),
+    a capsule's sensitive input is asked for on a one-time page where the
+    client supports URL-mode elicitation; with a C{token_verifier} and its C{auth} settings (both or
     neither), its HTTP endpoint needs a bearer token (see
     L{gophergem.mcp.auth}; stdio is unaffected).  With C{request_state_keys}
     (the replicas' shared ring, see L{gophergem.state.keys}), the 2026-07-28

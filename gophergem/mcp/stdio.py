@@ -612,7 +612,7 @@ class StdioMCPService(Service):
             from gophergem.feeds.follow import Follower
 
             follower = Follower.from_config(self.fetcher, self.config)
-        from gophergem.mcp.gemini_tools import LoopbackSecretInput
+        from gophergem.mcp.tools.gemini import LoopbackSecretInput
 
         server = build_server(
             self.fetcher,

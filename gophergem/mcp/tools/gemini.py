@@ -46,7 +46,7 @@ from twisted.python.failure import Failure
 
 from gophergem.errors import CertificateChanged, InputTimeout, UserDeclined
 from gophergem.fetcher import MAX_BATCH
-from gophergem.mcp._tools import (
+from gophergem.mcp.tools import (
     READ_ONLY,
     Consent,
     add_tool,

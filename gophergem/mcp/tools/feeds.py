@@ -21,7 +21,7 @@ from pydantic import Field
 
 from gophergem.errors import GophergemError
 from gophergem.feeds.follow import DEFAULT_LIMIT, MAX_LIMIT, Follower
-from gophergem.mcp._tools import LOCAL_READ, add_tool, tool_error, tool_result, wait_for
+from gophergem.mcp.tools import LOCAL_READ, add_tool, tool_error, tool_result, wait_for
 from gophergem.render.payloads import (
     subscription_payload,
     subscriptions_payload,

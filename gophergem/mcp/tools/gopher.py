@@ -16,7 +16,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from gophergem.fetcher import MAX_BATCH
-from gophergem.mcp._tools import (
+from gophergem.mcp.tools import (
     READ_ONLY,
     add_tool,
     batch_result,
