@@ -593,9 +593,9 @@ def _db(config: Config, args: argparse.Namespace) -> int:
 def _answer_early() -> tuple[int, Any]:
     """
     Before anything heavy is imported: reserve stdout for the MCP wire and
-    start answering what never changes (L{gophergem.mcp.ready}).
+    start answering what never changes (L{gophergem.mcp.early}).
     """
-    from gophergem.mcp.ready import EarlyResponder, load_answers, reserve_stdout
+    from gophergem.mcp.early import EarlyResponder, load_answers, reserve_stdout
 
     wire = reserve_stdout()
     responder = EarlyResponder(load_answers(), wire)

@@ -36,7 +36,7 @@ from twisted.python.failure import Failure
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
 from gophergem.interfaces import IResolver
-from gophergem.mcp.ready import EarlyResponder, reserve_stdout
+from gophergem.mcp.early import EarlyResponder, reserve_stdout
 from gophergem.state import settle
 
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
@@ -709,7 +709,7 @@ def makeService(
         HTTP on C{endpoint}.
     @param stdout_fd: Where stdio responses are written (see L{reserve_stdout}).
     @param early: The responder that answered stdin while gophergem loaded
-        (see L{gophergem.mcp.ready}); the stdio service takes over from it.
+        (see L{gophergem.mcp.early}); the stdio service takes over from it.
     @param endpoint: A strports description of where HTTP listens.
     @param allowed_hosts: Host names (optionally C{name:port}) HTTP clients
         may address beyond the loopback names (see L{endpoint_security}).

@@ -20,7 +20,7 @@ from twisted.web.server import Site
 from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.mcp.discovery import GOPHER_MENU_TYPE, add_discovery
-from gophergem.mcp.policy import policy_text
+from gophergem.mcp.resources import policy_text
 from gophergem.mcp.server import build_server
 from gophergem.mcp.web import transport_security
 from tests.mcp_helpers import network

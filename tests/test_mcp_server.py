@@ -284,9 +284,9 @@ def test_config_adds_the_policy_and_prompts() -> None:
 
 def _stdio_names(method: str, key: str, field: str) -> list[str]:
     """The names the stdio server lists (its recorded answers, which its snapshot tests check)."""
-    from gophergem.mcp import ready
+    from gophergem.mcp import early
 
-    recorded = json.loads((Path(ready.__file__).parent / ready.ANSWERS_FILE).read_text("utf-8"))
+    recorded = json.loads((Path(early.__file__).parent / early.ANSWERS_FILE).read_text("utf-8"))
     text = recorded["texts"][recorded["answers"][f"{method} 2025-11-25"]]
     return sorted(str(item[field]) for item in json.loads(text)[key])
 

@@ -2,14 +2,24 @@
 The MCP front door, on the official SDK.
 
   - L{gophergem.mcp.server}: builds the SDK server from the rest;
-  - L{gophergem.mcp.tools}: the tools, one module per concern, and what
-    they share;
-  - L{gophergem.mcp.schemas}: the output models of the payloads (which
-    L{gophergem.render} builds, for the CLI too);
-  - L{gophergem.mcp.policy} and L{gophergem.mcp.prompts}: the policy
+  - L{gophergem.mcp.tools}: the tools, one module per concern (gopher,
+    gemini, trust, feeds, search), and what they share;
+  - L{gophergem.mcp.resources} and L{gophergem.mcp.prompts}: the policy
     resource and the prompts;
-  - L{gophergem.mcp.stdio}, L{gophergem.mcp.web}: the transports;
-    L{gophergem.mcp.discovery}: C{/health} and C{/.well-known/agent.gopher}.
+  - L{gophergem.mcp.schemas}: the tools' output models (the payloads
+    themselves are built by L{gophergem.render}, for the CLI too);
+  - L{gophergem.mcp.prebuilt}: records the output schemas and the early
+    answers (C{output_schemas.json}, C{ready_answers.json});
+  - L{gophergem.mcp.stdio}: the stdio transport; L{gophergem.mcp.early}:
+    the answers it gives while the SDK is still loading;
+  - L{gophergem.mcp.web}: the Streamable HTTP transport on C{twisted.web};
+    L{gophergem.mcp.discovery}: C{/health} and C{/.well-known/agent.gopher};
+    L{gophergem.mcp.secret_page}: the one-time pages for a capsule's
+    secret input;
+  - L{gophergem.mcp.auth}: bearer-token authentication of the HTTP
+    endpoint; L{gophergem.mcp.principals}: who is calling, and the fetcher
+    and follower that work for them;
+  - L{gophergem.mcp._sdk}: the SDK's private names, used nowhere else.
 
 Only this package imports the SDK or asyncio; importing the package itself
 loads neither.

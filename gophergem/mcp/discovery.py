@@ -42,7 +42,7 @@ from twisted.web.server import NOT_DONE_YET
 
 from gophergem._version import __version__
 from gophergem.config import Config
-from gophergem.mcp.policy import POLICY_URI, policy_text
+from gophergem.mcp.resources import POLICY_URI, policy_text
 from gophergem.mcp.web import foreign_request, refuse, transport_security
 
 __all__ = [

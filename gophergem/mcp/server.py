@@ -3,7 +3,7 @@
 The MCP front door: the official SDK's server, with gophergem's tools.
 
 L{build_server} puts together the tools (L{gophergem.mcp.tools}, one module
-per concern), the policy resource (L{gophergem.mcp.policy}) and the prompts
+per concern), the policy resource (L{gophergem.mcp.resources}) and the prompts
 (L{gophergem.mcp.prompts}) on one L{GophergemServer}, which carries the
 L{IFetcher} every tool calls.
 """
@@ -37,7 +37,7 @@ from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFetcher
-from gophergem.mcp import policy, prompts
+from gophergem.mcp import prompts, resources
 from gophergem.mcp._sdk import add_request_handler, connection_of
 from gophergem.mcp.principals import Principals, current_principal
 from gophergem.mcp.tools import feeds as feed_tools
@@ -378,7 +378,7 @@ def build_server(
         trust_tools.register(server)
     if config is not None:
         search_tools.register(server)
-        policy.register(server, config)
+        resources.register(server, config)
         prompts.register(server)
     if follower is not None:
         feed_tools.register(server, follower)
