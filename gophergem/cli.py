@@ -593,9 +593,9 @@ def _db(config: Config, args: argparse.Namespace) -> int:
 def _answer_early() -> tuple[int, Any]:
     """
     Before anything heavy is imported: reserve stdout for the MCP wire and
-    start answering what never changes (L{gophergem.mcp.ready}).
+    start answering what never changes (L{gophergem.mcp.early}).
     """
-    from gophergem.mcp.ready import EarlyResponder, load_answers, reserve_stdout
+    from gophergem.mcp.early import EarlyResponder, load_answers, reserve_stdout
 
     wire = reserve_stdout()
     responder = EarlyResponder(load_answers(), wire)
@@ -859,7 +859,7 @@ def _fetch(config: Config, args: argparse.Namespace) -> int:
     from twisted.python.failure import Failure
 
     from gophergem.fetcher import Fetcher
-    from gophergem.mcp.payloads import payload
+    from gophergem.render.payloads import payload
     from gophergem.url import scheme_of
 
     outcome: dict[str, Any] = {}
@@ -1508,7 +1508,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 async def _feeds_list(follower: Any, args: argparse.Namespace) -> int:
-    from gophergem.mcp.payloads import subscriptions_payload
+    from gophergem.render.payloads import subscriptions_payload
 
     subscriptions = await follower.subscriptions()
     rows = [["URL", "TYPE", "UNREAD", "LAST CHECKED", "LAST ERROR"]] + [
@@ -1526,7 +1526,7 @@ async def _feeds_list(follower: Any, args: argparse.Namespace) -> int:
 
 
 async def _feeds_updates(follower: Any, args: argparse.Namespace) -> int:
-    from gophergem.mcp.payloads import updates_payload
+    from gophergem.render.payloads import updates_payload
 
     updates = await follower.updates(
         args.url, since=args.since, mark_read=args.mark_read, limit=args.limit
@@ -1556,7 +1556,7 @@ async def _feeds_updates(follower: Any, args: argparse.Namespace) -> int:
 
 
 async def _feeds_subscribe(follower: Any, args: argparse.Namespace) -> int:
-    from gophergem.mcp.payloads import subscription_payload
+    from gophergem.render.payloads import subscription_payload
 
     subscription, new = await follower.subscribe(args.url, args.title)
     about = f"{_clean(subscription.title) or 'untitled'} ({subscription.feed_type})"

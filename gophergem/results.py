@@ -3,8 +3,8 @@
 The values a fetch produces: frozen, protocol-level, and free of MCP.
 
 L{gophergem.fetcher.Fetcher} returns one of these for every call, failures
-included (L{FetchFailure}); L{gophergem.mcp.payloads} turns them into MCP
-payloads and the CLI prints them.
+included (L{FetchFailure}); L{gophergem.render.payloads} turns them into
+the payloads the MCP tools return and the CLI prints.
 """
 
 from __future__ import annotations

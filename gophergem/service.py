@@ -40,7 +40,7 @@ from gophergem.http.listen import (
     with_backlog,
 )
 from gophergem.interfaces import IResolver
-from gophergem.mcp.ready import EarlyResponder, reserve_stdout
+from gophergem.mcp.early import EarlyResponder, reserve_stdout
 from gophergem.state import settle
 
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
@@ -310,7 +310,7 @@ def makeService(
         HTTP on C{endpoint}.
     @param stdout_fd: Where stdio responses are written (see L{reserve_stdout}).
     @param early: The responder that answered stdin while gophergem loaded
-        (see L{gophergem.mcp.ready}); the stdio service takes over from it.
+        (see L{gophergem.mcp.early}); the stdio service takes over from it.
     @param endpoint: A strports description of where HTTP listens.
     @param allowed_hosts: Host names (optionally C{name:port}) HTTP clients
         may address beyond the loopback names (see
@@ -380,8 +380,8 @@ class _HTTPParts:
         from gophergem.http.asgi import LifespanService
         from gophergem.http.endpoint import INPUT_PATH, build_site, health_checks
         from gophergem.http.secret_input import SiteSecretInput
-        from gophergem.mcp.feed_tools import UPDATES_URI
         from gophergem.mcp.server import build_server
+        from gophergem.mcp.tools.feeds import UPDATES_URI
 
         config, reactor, endpoint = self.config, self.reactor, self.endpoint
         fetcher = Fetcher.from_config(

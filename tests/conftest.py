@@ -2,7 +2,7 @@
 Test-wide settings.
 
 Every tool registered in a test has its results validated against its
-output model by the SDK (L{gophergem.mcp._tools.check_output}): the server
+output model by the SDK (L{gophergem.mcp.tools.check_output}): the server
 skips that check in service, trusting what the tests prove here.
 """
 
@@ -10,12 +10,12 @@ import os
 
 import pytest
 
-from gophergem.mcp import _tools
+from gophergem.mcp import tools
 
 # The throwaway servers' session fixtures (postgres_url, ...).
 pytest_plugins = ["tests.servers.postgres", "tests.servers.redis"]
 
-_tools.check_output = True
+tools.check_output = True
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

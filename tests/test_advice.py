@@ -136,18 +136,23 @@ def test_trust_and_identity_mismatch_advice(
 
 
 def _strings_outside_docstrings(tree: ast.AST) -> list[str]:
-    docstrings = set()
+    not_messages = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                docstrings.add(id(body[0].value))
+                not_messages.add(id(body[0].value))
+        if isinstance(node, ast.Dict):
+            # A payload's kind names data, not a tool ("feed_updates" is both).
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "kind":
+                    not_messages.add(id(value))
     return [
         node.value
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
-        and id(node) not in docstrings
+        and id(node) not in not_messages
     ]
 
 
@@ -156,7 +161,8 @@ def test_no_message_outside_mcp_names_a_tool() -> None:
     Below the MCP layer, no string names a tool: advice that names one goes
     through the vocabulary of L{gophergem.advice}, so a terminal gets a
     command instead.  (The MCP layer itself, and the console script's MCP
-    surface, may name tools.)
+    surface, may name tools; a payload's C{kind} names data, even where it
+    spells a tool's name, like C{feed_updates}.)
     """
     root = Path(gophergem.__file__).parent
     found = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gophergem import errors
-from gophergem.mcp.payloads import ERROR_CODES
+from gophergem.render.payloads import ERROR_CODES
 
 
 def all_errors() -> list[type[errors.GophergemError]]:

@@ -23,8 +23,8 @@ from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
 from gophergem.fetcher import gemini as gemini_pipeline
-from gophergem.mcp.payloads import payload
 from gophergem.mcp.schemas import GeminiPayload
+from gophergem.render.payloads import payload
 from gophergem.results import (
     CertificateResult,
     FetchFailure,

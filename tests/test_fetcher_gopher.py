@@ -12,8 +12,8 @@ import pytest
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.fetcher import gopher as gopher_pipeline
-from gophergem.mcp.payloads import payload
 from gophergem.mcp.schemas import GopherPayload
+from gophergem.render.payloads import payload
 from gophergem.results import BinaryResult, FetchFailure, MenuResult, TextResult
 from gophergem.testing import FakeGopherServer, MemoryNetwork
 from gophergem.wire import gopher as gopher_wire

@@ -22,9 +22,10 @@ import pytest
 from twisted.internet.defer import Deferred
 from twisted.logger import LogEvent, formatEvent, globalLogPublisher
 
-from gophergem.mcp.payloads import compact_text, payload
 from gophergem.mcp.schemas import GeminiPayload, GopherPayload
 from gophergem.policy.pacing import MAX_SLOW_DOWN_SECONDS
+from gophergem.render.payloads import payload
+from gophergem.render.text import compact_text
 from gophergem.results import (
     FetchFailure,
     GemtextResult,

@@ -21,7 +21,7 @@ from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.http.discovery import GOPHER_MENU_TYPE, add_discovery
 from gophergem.http.origin import transport_security
-from gophergem.mcp.policy import policy_text
+from gophergem.mcp.resources import policy_text
 from gophergem.mcp.server import build_server
 from tests.mcp_helpers import network
 from tests.web_helpers import Wire, request_bytes, run, until

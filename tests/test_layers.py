@@ -254,6 +254,22 @@ def test_only_http_imports_twisted_web(path: Path) -> None:
         raise AssertionError(f"{relative(path)}:{found.line} imports {found.target}")
 
 
+#: The MCP side: the SDK (C{mcp}, C{mcp_types}) and gophergem's front door on it.
+MCP_SIDE = ("mcp", "mcp_types", "gophergem.mcp")
+
+
+@pytest.mark.parametrize("path", modules("render/**/*.py"), ids=lambda p: relative(p))
+def test_render_is_free_of_mcp(path: Path) -> None:
+    """
+    Nothing under gophergem/render imports the MCP SDK or L{gophergem.mcp},
+    not even lazily or for types: the CLI renders through it without either.
+    """
+    for found in imports_in(path):
+        assert not any(
+            found.target == side or found.target.startswith(side + ".") for side in MCP_SIDE
+        ), f"{relative(path)}:{found.line} imports {found.target}"
+
+
 @pytest.mark.parametrize("path", modules("**/*.py"), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_global_reactor_outside_wiring(path: Path) -> None:
     """Only the wiring modules import the global reactor."""
@@ -312,6 +328,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # (the search package offers its engines and its operation alike), and each
     # authenticated caller's view of the fetcher and follower (auth.principals).
     ("capsules", ("gophergem.feeds.follow", "gophergem.search", "gophergem.auth.principals")),
+    # Results (and feed and search answers) as payloads and text: shown alike
+    # by the MCP tools and the CLI, so below both (see test_render_is_free_of_mcp).
+    ("render", ("gophergem.render",)),
     ("mcp", ("gophergem.mcp",)),
     # The twisted.web side mounts the MCP endpoint (and builds the daemon's
     # site around it), so it sits above mcp/.

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.feed_tools}: the subscription tools and the
+Tests for L{gophergem.mcp.tools.feeds}: the subscription tools and the
 C{gophergem://feeds/updates} resource driven by the SDK's in-process
 C{mcp.Client}, in both protocol eras, against a fake capsule and gopher hole
 on an in-memory network.  Every structured result is checked against the
@@ -18,8 +18,8 @@ from mcp import Client
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.feeds.store import MemoryFeedStore
-from gophergem.mcp.feed_tools import UPDATES_URI
 from gophergem.mcp.server import build_server
+from gophergem.mcp.tools.feeds import UPDATES_URI
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from tests.mcp_helpers import run_with_network
 from tests.test_feeds_follow import (

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.gemini_tools}: the Gemini fetch tools driven by the
+Tests for L{gophergem.mcp.tools.gemini}: the Gemini fetch tools driven by the
 SDK's in-process C{mcp.Client}, in the legacy (initialize) era and the
 2026-07-28 era, with and without an elicitation callback.  Every structured
 result is checked against the tool's outputSchema with jsonschema; the

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.search_tools}: C{smolweb_search} driven by the
+Tests for L{gophergem.mcp.tools.search}: C{smolweb_search} driven by the
 SDK's in-process C{mcp.Client}, in both protocol eras, against fake engines
 on an in-memory network, with the engines the server's L{Config} names.
 Every structured result is checked against the tool's outputSchema.

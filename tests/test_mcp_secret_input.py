@@ -1,6 +1,6 @@
 """
 A capsule's secret input (status 11) through URL-mode elicitation
-(L{gophergem.mcp.gemini_tools}): the user types it on a one-time page, the
+(L{gophergem.mcp.tools.gemini}): the user types it on a one-time page, the
 capsule gets it, and the answer appears in no MCP message; declined or
 expired, nothing is sent; a client without URL mode gets the input result
 with advice.
@@ -17,8 +17,8 @@ from mcp import Client
 from twisted.internet.defer import Deferred, succeed
 
 from gophergem.errors import InputTimeout
-from gophergem.mcp.gemini_tools import url_mode
 from gophergem.mcp.server import build_server
+from gophergem.mcp.tools.gemini import url_mode
 from tests.mcp_helpers import run_with_network
 from tests.test_mcp_gemini import ERAS, capsule
 

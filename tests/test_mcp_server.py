@@ -237,7 +237,7 @@ def test_tools_are_the_module_level_functions() -> None:
     """Every listed tool is a module-level function of a tool module; the server has the fetcher."""
     import inspect
 
-    from gophergem.mcp import gemini_tools, gopher_tools, trust_tools
+    from gophergem.mcp.tools import gemini, gopher, trust
 
     net, _ = network()
     fetcher = net.fetcher()
@@ -245,7 +245,7 @@ def test_tools_are_the_module_level_functions() -> None:
     assert server.fetcher is fetcher
     functions = {
         name: getattr(module, name)
-        for module in (gopher_tools, gemini_tools, trust_tools)
+        for module in (gopher, gemini, trust)
         for name in module.__all__
         if name.startswith(("gopher_", "gemini_"))
     }
@@ -284,9 +284,9 @@ def test_config_adds_the_policy_and_prompts() -> None:
 
 def _stdio_names(method: str, key: str, field: str) -> list[str]:
     """The names the stdio server lists (its recorded answers, which its snapshot tests check)."""
-    from gophergem.mcp import ready
+    from gophergem.mcp import early
 
-    recorded = json.loads((Path(ready.__file__).parent / ready.ANSWERS_FILE).read_text("utf-8"))
+    recorded = json.loads((Path(early.__file__).parent / early.ANSWERS_FILE).read_text("utf-8"))
     text = recorded["texts"][recorded["answers"][f"{method} 2025-11-25"]]
     return sorted(str(item[field]) for item in json.loads(text)[key])
 

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp._tools}: what the tool modules share.  A batch
+Tests for L{gophergem.mcp.tools}: what the tool modules share.  A batch
 refused by the fetcher is the same C{isError} result whether the refusal was
 raised or came as a failed Deferred.
 """
@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from twisted.internet.defer import Deferred, fail, succeed
 
 from gophergem.errors import InvalidRequest
-from gophergem.mcp._tools import batch_result, fetcher_of, tool_result, wait_for
+from gophergem.mcp.tools import batch_result, fetcher_of, tool_result, wait_for
 from gophergem.results import FetchResult
 
 REFUSED = InvalidRequest(message="Give 1 to 50 URLs.")

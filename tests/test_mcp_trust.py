@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.trust_tools}: the pin and identity tools driven by
+Tests for L{gophergem.mcp.tools.trust}: the pin and identity tools driven by
 the SDK's in-process C{mcp.Client}, in both protocol eras, with and without
 an elicitation callback (the helpers of L{tests.test_mcp_gemini}); each
 test with the stores answering plainly, with Deferreds, and with Deferreds

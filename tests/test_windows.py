@@ -16,9 +16,9 @@ from mcp import Client
 from twisted.internet.testing import MemoryReactorClock
 
 from gophergem.fetcher._budget import cut_text, text_cost
-from gophergem.mcp.payloads import payload
 from gophergem.mcp.server import build_server
 from gophergem.policy.cache import ResponseCache
+from gophergem.render.payloads import payload
 from gophergem.results import GemtextResult, MenuResult, PartialLineResult, TextResult
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from gophergem.wire.text import sanitise

@@ -44,7 +44,7 @@ from gophergem._version import __version__
 from gophergem.config import Config
 from gophergem.http.origin import foreign_request, transport_security
 from gophergem.http.site import refuse
-from gophergem.mcp.policy import POLICY_URI, policy_text
+from gophergem.mcp.resources import POLICY_URI, policy_text
 
 __all__ = [
     "GOPHER_MENU_TYPE",

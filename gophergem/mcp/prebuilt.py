@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_mcp_ready -*-
+# -*- test-case-name: tests.test_mcp_early -*-
 """
 Record what never changes for a build: the tools' output schemas and the
 SDK's answers to the set-up and list requests.
@@ -9,12 +9,12 @@ SDK's answers to the set-up and list requests.
   - C{output_schemas.json}: each tool's C{outputSchema}, as the SDK derives
     it from the output models of L{gophergem.mcp.schemas}.  The server
     publishes these at start-up instead of building the models
-    (L{gophergem.mcp._tools.add_tool}).
+    (L{gophergem.mcp.tools.add_tool}).
   - C{ready_answers.json}: the answers the console script's stdio server
     gives to C{initialize} and C{server/discover} for every protocol version
     the SDK supports, and to the list requests, recorded from a real
     session on the SDK (L{gophergem.mcp.stdio.MessagePipe}) byte for byte.
-    L{gophergem.mcp.ready} serves them while the SDK is still loading.
+    L{gophergem.mcp.early} serves them while the SDK is still loading.
 
 An answer is recorded only when it is the same for two different clients
 (capabilities, client info and request ids differ), so that it truly
@@ -35,7 +35,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from gophergem._version import __version__
 from gophergem.config import Config
-from gophergem.mcp import ready
+from gophergem.mcp import early
 from gophergem.mcp._sdk import lowlevel_server, sdk_output_schema
 from gophergem.mcp.schemas import OUTPUT_MODELS
 from gophergem.mcp.server import build_server
@@ -71,12 +71,12 @@ def _server(config: Config | None = None) -> Any:
     from gophergem.feeds.follow import Follower
     from gophergem.feeds.store import MemoryFeedStore
     from gophergem.fetcher import Fetcher
-    from gophergem.mcp import _tools
+    from gophergem.mcp import tools
     from gophergem.trust.identities import MemoryIdentityStore
     from gophergem.trust.pins import MemoryPinStore
 
     # The schemas the models give now, even when output_schemas.json is stale.
-    _tools.OUTPUT_SCHEMAS.update(output_schemas())
+    tools.OUTPUT_SCHEMAS.update(output_schemas())
     config = Config() if config is None else config
     fetcher = Fetcher.from_config(
         config,
@@ -111,13 +111,13 @@ def record_session(lines: Sequence[dict[str, Any]], config: Config | None = None
 
 def _requests(version: str, client: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The requests of one session for C{version}, each with the key its answer goes under."""
-    methods = ready.LIST_METHODS
+    methods = early.LIST_METHODS
     base: int = client["base_id"]
     if version in MODERN_PROTOCOL_VERSIONS:
         meta = {
-            ready.MODERN_META + "protocolVersion": version,
-            ready.MODERN_META + "clientCapabilities": client["capabilities"],
-            ready.MODERN_META + "clientInfo": client["clientInfo"],
+            early.MODERN_META + "protocolVersion": version,
+            early.MODERN_META + "clientCapabilities": client["capabilities"],
+            early.MODERN_META + "clientInfo": client["clientInfo"],
         }
         return [
             (f"{method} {version}", {"id": base + n, "method": method, "params": {"_meta": meta}})
@@ -169,7 +169,7 @@ def ready_answers() -> dict[str, Any]:
     versions = {name: metadata.version(name) for name in RECORDED_WITH}
     versions["gophergem"] = __version__
     return {
-        "format": ready.FORMAT,
+        "format": early.FORMAT,
         "versions": versions,
         "answers": {key: index[text] for key, text in sorted(answers.items())},
         "texts": texts,
@@ -185,7 +185,7 @@ def files() -> dict[Path, str]:
     """Each recorded file and the text it should hold now."""
     return {
         HERE / "output_schemas.json": _dump(output_schemas()),
-        HERE / ready.ANSWERS_FILE: _dump(ready_answers()),
+        HERE / early.ANSWERS_FILE: _dump(ready_answers()),
     }
 
 

@@ -13,7 +13,7 @@ rather than C{oneOf} (L{_by_kind}).
 The server does not build these models when it starts: it publishes the
 schemas from C{output_schemas.json}, which L{gophergem.mcp.prebuilt}
 generates from them and C{tests/test_mcp_schemas.py} keeps equal to them.
-The payload builders (L{gophergem.mcp.payloads}) are checked against the
+The payload builders (L{gophergem.render.payloads}) are checked against the
 models throughout the test suite.
 """
 
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, RootMod
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from gophergem.mcp.payloads import DECODING_DESCRIPTION, ERROR_CODES
+from gophergem.render.payloads import DECODING_DESCRIPTION, ERROR_CODES
 
 __all__ = [
     "OUTPUT_MODELS",

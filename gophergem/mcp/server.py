@@ -2,9 +2,8 @@
 """
 The MCP front door: the official SDK's server, with gophergem's tools.
 
-L{build_server} puts together the tools (L{gophergem.mcp.gopher_tools},
-L{gophergem.mcp.gemini_tools}, L{gophergem.mcp.trust_tools}), the policy
-resource (L{gophergem.mcp.policy}) and the prompts
+L{build_server} puts together the tools (L{gophergem.mcp.tools}, one module
+per concern), the policy resource (L{gophergem.mcp.resources}) and the prompts
 (L{gophergem.mcp.prompts}) on one L{GophergemServer}, which carries the
 L{IFetcher} every tool calls.
 """
@@ -39,17 +38,14 @@ from gophergem.auth.principals import Principals
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFetcher, ISecretInput
-from gophergem.mcp import (
-    feed_tools,
-    gemini_tools,
-    gopher_tools,
-    policy,
-    prompts,
-    search_tools,
-    trust_tools,
-)
+from gophergem.mcp import prompts, resources
 from gophergem.mcp._sdk import add_request_handler, connection_of
 from gophergem.mcp.caller import current_principal
+from gophergem.mcp.tools import feeds as feed_tools
+from gophergem.mcp.tools import gemini as gemini_tools
+from gophergem.mcp.tools import gopher as gopher_tools
+from gophergem.mcp.tools import search as search_tools
+from gophergem.mcp.tools import trust as trust_tools
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "argument_errors", "build_server"]
 
@@ -382,7 +378,7 @@ def build_server(
         trust_tools.register(server)
     if config is not None:
         search_tools.register(server)
-        policy.register(server, config)
+        resources.register(server, config)
         prompts.register(server)
     if follower is not None:
         feed_tools.register(server, follower)

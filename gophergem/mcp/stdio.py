@@ -55,7 +55,7 @@ from zope.interface import implementer
 from gophergem.config import Config
 from gophergem.interfaces import IFetcher, ISecretInput
 from gophergem.mcp._sdk import lowlevel_server
-from gophergem.mcp.ready import EarlyResponder, Handover
+from gophergem.mcp.early import EarlyResponder, Handover
 from gophergem.mcp.server import build_server
 
 __all__ = ["MessagePipe", "StdioMCPProtocol", "StdioMCPService", "classify_line"]
@@ -206,7 +206,7 @@ class MessagePipe:
     def answered_early(self, answered: dict[Any, bytes]) -> None:
         """
         Say which requests were answered before the SDK had loaded
-        (L{gophergem.mcp.ready}): when the SDK answers them, its answer is
+        (L{gophergem.mcp.early}): when the SDK answers them, its answer is
         compared with the line already written (id → line, no newline) and
         not written again.
         """
@@ -415,7 +415,7 @@ class StdioMCPProtocol(Protocol):
 
     def take_over(self, handover: Handover) -> None:
         """
-        Go on from an L{EarlyResponder<gophergem.mcp.ready.EarlyResponder>}:
+        Go on from an L{EarlyResponder<gophergem.mcp.early.EarlyResponder>}:
         replay every byte it read, in order, without answering again what it
         answered.  Call it right after the connection is made.
         """
@@ -578,7 +578,7 @@ class StdioMCPService(Service):
     stops the reactor by default.  Stopping the service (SIGTERM) gives
     replies in flight C{stop_grace} seconds, then gives them up.
     L{exit_status} says whether any reply owed was lost.  With an C{early}
-    responder (L{gophergem.mcp.ready}), the service takes over stdin from it
+    responder (L{gophergem.mcp.early}), the service takes over stdin from it
     once the server is built.
 
     @ivar config: The configuration: the server then has the policy resource

@@ -1,8 +1,13 @@
 # -*- test-case-name: tests.test_mcp_tools -*-
 """
-What the tool modules share: the tool annotations, finding the fetcher a
-tool serves, awaiting its Deferreds, shaping a tool result, and asking the
-user (the SDK's C{Elicit} answers).
+The MCP tools, one module per concern: L{gophergem.mcp.tools.gopher},
+L{gophergem.mcp.tools.gemini}, L{gophergem.mcp.tools.trust} (pins and
+identities), L{gophergem.mcp.tools.feeds} and L{gophergem.mcp.tools.search};
+each has a C{register} that adds its tools to a server.
+
+This module holds what they share: the tool annotations, finding the
+fetcher a tool serves, awaiting its Deferreds, shaping a tool result, and
+asking the user (the SDK's C{Elicit} answers).
 
 Tools are module-level functions; the L{IFetcher} they call is the one the
 server was built with, found through the call's C{Context} (L{fetcher_of}),
@@ -26,8 +31,9 @@ from twisted.internet.defer import Deferred
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
 from gophergem.mcp._sdk import publish_output_schema
-from gophergem.mcp.payloads import compact_text, tool_error_payload
-from gophergem.mcp.rendered import render, render_batch
+from gophergem.render.memo import render, render_batch
+from gophergem.render.payloads import tool_error_payload
+from gophergem.render.text import compact_text
 from gophergem.results import FetchResult, GeminiResult
 
 __all__ = [

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.policy}: the C{gophergem://policy} resource, read
+Tests for L{gophergem.mcp.resources}: the C{gophergem://policy} resource, read
 through the SDK's own client.
 """
 
@@ -11,8 +11,8 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from gophergem.config import SETTINGS, Config
-from gophergem.mcp import policy
-from gophergem.mcp.policy import POLICY_URI, policy_text
+from gophergem.mcp import resources
+from gophergem.mcp.resources import POLICY_URI, policy_text
 from tests.web_helpers import run
 
 SECRET_PATH = "/home/alice/.secret-store/pins.json"
@@ -20,7 +20,7 @@ SECRET_PATH = "/home/alice/.secret-store/pins.json"
 
 def server_for(config: Config) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer(name="gophergem")
-    policy.register(server, config)
+    resources.register(server, config)
     return server
 
 

@@ -1,7 +1,7 @@
 """
-Tests for L{gophergem.mcp.payloads}: the error codes come from the error
-classes, every result type has its payload builder, and the compact text
-block drops what it promises to drop.  (Each kind's payload is checked
+Tests for L{gophergem.render.payloads} and L{gophergem.render.text}: the
+error codes come from the error classes, every result type has its payload
+builder, and the compact text block drops what it promises to drop.  (Each kind's payload is checked
 against the output schemas in the fetcher, tool and hostile-server tests.)
 
 The output schemas are leaner than pydantic writes them (no anyOf for
@@ -27,15 +27,15 @@ from mcp import Client
 from referencing import Registry
 
 from gophergem import errors
-from gophergem.mcp.payloads import (
+from gophergem.mcp.schemas import GeminiPayload, GopherPayload
+from gophergem.mcp.server import build_server
+from gophergem.render.payloads import (
     ERROR_CODES,
-    compact_text,
     error_payload,
     payload,
     tool_error_payload,
 )
-from gophergem.mcp.schemas import GeminiPayload, GopherPayload
-from gophergem.mcp.server import build_server
+from gophergem.render.text import compact_text
 from gophergem.results import FetchResult, GeminiResult, RequestInfo
 from tests.mcp_helpers import run_with_network
 from tests.test_mcp_gemini import KINDS, STALE, capsule, session

@@ -1,21 +1,20 @@
-# -*- test-case-name: tests.test_mcp_payloads -*-
+# -*- test-case-name: tests.test_render_payloads -*-
 """
-The MCP payloads: the only place domain values become MCP output.
+The payloads: the only place domain values become structured output.
 
 L{payload} turns a L{gophergem.results} value into its complete structured
-payload, one builder per result type; L{compact_text} prints the same facts
-as the compact JSON text block a model reads, without fields that only
-repeat defaults or that another field already carries.  What a payload may
-hold is described by the output models in L{gophergem.mcp.schemas}, which
-the tests check every payload against.  This module imports neither
-pydantic nor the MCP SDK: the CLI prints payloads without loading either,
-and the server does not build the models at start-up.
+payload, a plain dict, one builder per result type; the other builders do
+the same for a failure or refusal and for the feed and search answers.  L{gophergem.render.text}
+prints a payload as the compact text a model reads.  What a payload may hold
+is described by the output models in L{gophergem.mcp.schemas}, which the
+tests check every payload against.  This module imports neither pydantic nor
+the MCP SDK: the CLI prints payloads without loading either, and the server
+does not build the models at start-up.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,8 +45,6 @@ __all__ = [
     "DECODING_DESCRIPTION",
     "ERROR_CODES",
     "SIZE_CAP_NOTE",
-    "compact_request_info",
-    "compact_text",
     "error_payload",
     "payload",
     "request_info_payload",
@@ -465,96 +462,3 @@ def _line(line: GemtextLine) -> dict[str, Any]:
     if link is not None:
         out["link"] = _link(link)
     return out
-
-
-# --- the compact text block -------------------------------------------------
-
-_DROP_WHEN_FALSE = frozenset(
-    {
-        "truncated",
-        "size_capped",
-        "search_ignored",
-        "cached",
-        "incomplete",
-        "partial_line",
-        "has_query",
-    }
-)
-# request_info keys the text block leaves out: the URL spells out the first
-# five; the TLS details stay in structuredContent (warnings are kept).
-_DERIVABLE_FROM_URL = frozenset(
-    {"host", "port", "type", "selector", "path", "tls_version", "cipher", "cert_fingerprint"}
-)
-
-
-def _compact_line(line: dict[str, Any]) -> dict[str, Any]:
-    # The marker-less text and the level follow from content and type; a link
-    # line is best read as its resolved target and label.
-    if line["type"] == "link" and "link" in line:
-        out = {"type": "link", "url": line["link"]["url"]}
-        if line["link"].get("text"):
-            out["text"] = line["link"]["text"]
-        return out
-    out = {"type": line["type"], "content": line["content"]}
-    for key in ("alt_text", "language"):
-        if line.get(key):
-            out[key] = line[key]
-    return out
-
-
-def _compact_item(item: dict[str, Any]) -> dict[str, Any]:
-    # next_url already carries host, port, selector and (in a gopher:// URL,
-    # right after the host) the item type; info lines need none of them.
-    url = item["next_url"]
-    if not url:
-        return {"type": item["type"], "title": item["title"]}
-    if url.startswith("gopher://") and _url_type(url) == item["type"]:
-        return {"title": item["title"], "next_url": url}
-    return {"type": item["type"], "title": item["title"], "next_url": url}
-
-
-def _url_type(url: str) -> str:
-    path = url[len("gopher://") :].partition("/")[2]
-    return path[:1]
-
-
-def compact_request_info(info: dict[str, Any]) -> dict[str, Any]:
-    """The C{request_info} of the compact text: what the URL does not already say."""
-    return {
-        key: value
-        for key, value in info.items()
-        if key not in _DERIVABLE_FROM_URL and value is not None and value is not False
-    }
-
-
-def _compact(value: Any, key: str = "") -> Any:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if v is None or (k in _DROP_WHEN_FALSE and v is False):
-                continue
-            if k == "items" and isinstance(v, list):
-                out[k] = [_compact_item(i) for i in v]
-            elif k == "document" and isinstance(v, dict):
-                # Link lines already carry every link; the separate list repeats them.
-                out[k] = {"lines": [_compact_line(line) for line in v["lines"]]}
-            elif k == "request_info" and isinstance(v, dict):
-                out[k] = compact_request_info(v)
-            else:
-                out[k] = _compact(v, k)
-        if "cached" not in out:
-            # A fresh fetch: its age and time are the request timestamp.
-            out.pop("cached_at", None)
-            out.pop("cache_age_seconds", None)
-        return out
-    if isinstance(value, list):
-        return [_compact(v) for v in value]
-    return value
-
-
-def compact_text(data: dict[str, Any]) -> str:
-    """
-    Print C{data} as compact JSON for the model: no indentation, no nulls,
-    no C{false} flags, and menu items reduced to what a reader needs.
-    """
-    return json.dumps(_compact(data), separators=(",", ":"), ensure_ascii=False)

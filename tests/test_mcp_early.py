@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.ready} and L{gophergem.mcp.prebuilt}: the answers
+Tests for L{gophergem.mcp.early} and L{gophergem.mcp.prebuilt}: the answers
 served before the SDK has loaded are the SDK's own, byte for byte, for
 every supported protocol version; the responder answers only what it knows
 and passes everything on; the stdio transport takes over without answering
@@ -23,8 +23,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from twisted.logger import LogLevel, capturedLogs
 
 from gophergem.config import Config
-from gophergem.mcp import prebuilt, ready
-from gophergem.mcp.ready import EarlyResponder, load_answers
+from gophergem.mcp import early, prebuilt
+from gophergem.mcp.early import EarlyResponder, load_answers
 from gophergem.mcp.stdio import MessagePipe
 
 VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
@@ -74,7 +74,7 @@ def test_recorded_answers_are_the_sdks() -> None:
     version it supports (run C{python -m gophergem.mcp.prebuilt} when this
     fails after changing a tool, a prompt, a resource or the SDK).
     """
-    recorded = json.loads((prebuilt.HERE / ready.ANSWERS_FILE).read_text(encoding="utf-8"))
+    recorded = json.loads((prebuilt.HERE / early.ANSWERS_FILE).read_text(encoding="utf-8"))
     assert recorded == prebuilt.ready_answers()
 
 
@@ -104,7 +104,7 @@ def test_answers_do_not_depend_on_the_configuration() -> None:
     lines = [
         initialize(1),
         INITIALIZED,
-        *(request(n, m) for n, m in enumerate(ready.LIST_METHODS, 2)),
+        *(request(n, m) for n, m in enumerate(early.LIST_METHODS, 2)),
     ]
     assert prebuilt.record_session(lines, config) == prebuilt.record_session(lines)
 

@@ -3,7 +3,7 @@
 The two Gopher tools, C{gopher_fetch} and C{gopher_batch_fetch}.
 
 Each awaits the server's L{IFetcher} and hands the result to
-L{gophergem.mcp.payloads}; no tool raises: a failed fetch is a result of
+L{gophergem.render.payloads}; no tool raises: a failed fetch is a result of
 kind C{error}.  L{register} adds them to a server.
 """
 
@@ -16,7 +16,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from gophergem.fetcher import MAX_BATCH
-from gophergem.mcp._tools import (
+from gophergem.mcp.tools import (
     READ_ONLY,
     add_tool,
     batch_result,

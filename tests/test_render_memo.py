@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.mcp.rendered}: a kept rendering is exactly what
+Tests for L{gophergem.render.memo}: a kept rendering is exactly what
 L{payload} and L{compact_text} give for every hit, with its own request
 and age fields; the memo stays within its bounds.
 """
@@ -12,8 +12,9 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gophergem.mcp.payloads import compact_text, payload
-from gophergem.mcp.rendered import RenderMemo
+from gophergem.render.memo import RenderMemo
+from gophergem.render.payloads import payload
+from gophergem.render.text import compact_text
 from gophergem.results import (
     CacheInfo,
     GeminiRequestInfo,

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_mcp_ready -*-
+# -*- test-case-name: tests.test_mcp_early -*-
 """
 Ready before the SDK has loaded: the answers that never change for a build.
 
@@ -14,7 +14,7 @@ all through the SDK in the order it arrived.
 
 The answers are the SDK's own, recorded byte for byte by
 C{python -m gophergem.mcp.prebuilt} for every supported protocol version;
-C{tests/test_mcp_ready.py} proves that the recorded file equals what the SDK
+C{tests/test_mcp_early.py} proves that the recorded file equals what the SDK
 answers now.  At run time:
 
   - the responder stays silent unless the installed gophergem, C{mcp} and

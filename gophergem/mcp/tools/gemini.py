@@ -3,7 +3,7 @@
 The two Gemini fetch tools, C{gemini_fetch} and C{gemini_batch_fetch}.
 
 Each awaits the server's L{IFetcher} and hands the result to
-L{gophergem.mcp.payloads}.  C{gemini_fetch} asks the user two things, in
+L{gophergem.render.payloads}.  C{gemini_fetch} asks the user two things, in
 both protocol eras (a legacy client gets an C{elicitation/create} request
 mid-call, a 2026-07-28 client an C{input_required} result to answer and
 retry with):
@@ -47,7 +47,7 @@ from twisted.python.failure import Failure
 from gophergem.errors import CertificateChanged, InputTimeout, UserDeclined
 from gophergem.fetcher import MAX_BATCH
 from gophergem.interfaces import ISecretInput
-from gophergem.mcp._tools import (
+from gophergem.mcp.tools import (
     READ_ONLY,
     Consent,
     add_tool,

@@ -1,7 +1,9 @@
-# -*- test-case-name: tests.test_mcp_policy -*-
+# -*- test-case-name: tests.test_mcp_resources -*-
 """
-The C{gophergem://policy} resource: the limits this server fetches under,
-read from the L{Config} the process runs with.
+The resources beside the tools: C{gophergem://policy}, the limits this
+server fetches under, read from the L{Config} the process runs with.  (The
+subscriptions' C{gophergem://feeds/updates} comes with the feed tools, in
+L{gophergem.mcp.tools.feeds}.)
 
 Store paths are never shown, only whether one was configured.  The same
 text is served at C{/.well-known/agent/policy} (L{gophergem.http.discovery}).

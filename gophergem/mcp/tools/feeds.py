@@ -6,7 +6,7 @@ resource.
 
 Each calls the server's L{Follower<gophergem.feeds.follow.Follower>} (the
 library's front for subscriptions) and hands the outcome to
-L{gophergem.mcp.payloads}; no tool raises: what went wrong is a result of
+L{gophergem.render.payloads}; no tool raises: what went wrong is a result of
 kind C{error}.
 """
 
@@ -21,8 +21,8 @@ from pydantic import Field
 
 from gophergem.errors import GophergemError
 from gophergem.feeds.follow import DEFAULT_LIMIT, MAX_LIMIT, Follower
-from gophergem.mcp._tools import LOCAL_READ, add_tool, tool_error, tool_result, wait_for
-from gophergem.mcp.payloads import (
+from gophergem.mcp.tools import LOCAL_READ, add_tool, tool_error, tool_result, wait_for
+from gophergem.render.payloads import (
     subscription_payload,
     subscriptions_payload,
     unread_payload,

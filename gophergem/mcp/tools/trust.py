@@ -25,7 +25,7 @@ from pydantic import Field
 from twisted.internet.defer import Deferred
 
 from gophergem.errors import GophergemError, UserDeclined
-from gophergem.mcp._tools import (
+from gophergem.mcp.tools import (
     DESTRUCTIVE,
     DESTRUCTIVE_IDEMPOTENT,
     LOCAL_READ,
@@ -163,7 +163,7 @@ async def gemini_trust_update(
     ],
     port: Annotated[int, Field(description="The port (1965 by default).")] = 1965,
     in_the_way: Annotated[Pin | None, Resolve(pin_in_the_way)] = None,
-    consent: Annotated[ElicitationResult[Consent], Resolve(confirm_trust_update)] = None,  # type: ignore[assignment]  # see _tools: a consent is None when nobody was asked
+    consent: Annotated[ElicitationResult[Consent], Resolve(confirm_trust_update)] = None,  # type: ignore[assignment]  # see tools/__init__: a consent is None when nobody was asked
 ) -> CallToolResult:
     """Remove or set a pin, after asking the user when the client can be asked."""
     if not may_proceed(consent):
@@ -236,7 +236,7 @@ async def gemini_client_cert_update(
     fingerprint: Annotated[
         str | None, Field(description="The identity's fingerprint (required for remove).")
     ] = None,
-    consent: Annotated[ElicitationResult[Consent], Resolve(confirm_cert_update)] = None,  # type: ignore[assignment]  # see _tools: a consent is None when nobody was asked
+    consent: Annotated[ElicitationResult[Consent], Resolve(confirm_cert_update)] = None,  # type: ignore[assignment]  # see tools/__init__: a consent is None when nobody was asked
 ) -> CallToolResult:
     """Create or remove an identity, after asking the user when the client can be asked."""
     if not may_proceed(consent):

@@ -15,8 +15,8 @@ from pydantic import Field
 
 from gophergem.config import Config
 from gophergem.errors import GophergemError
-from gophergem.mcp._tools import READ_ONLY, add_tool, fetcher_of, tool_error, tool_result, wait_for
-from gophergem.mcp.payloads import search_payload
+from gophergem.mcp.tools import READ_ONLY, add_tool, fetcher_of, tool_error, tool_result, wait_for
+from gophergem.render.payloads import search_payload
 from gophergem.search import DEFAULT_LIMIT, MAX_LIMIT, search
 
 __all__ = ["register", "smolweb_search"]

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_mcp_rendered -*-
+# -*- test-case-name: tests.test_render_memo -*-
 """
 Rendered results, kept: a cached window is turned into its payload and its
 compact text once, and each later hit fills in only what changes per call.
@@ -12,7 +12,7 @@ compact text with markers in place of C{request_info} and
 C{cache_age_seconds}; later hits copy the payload's top level, set those
 two fields, and splice their JSON between the recorded pieces of text.
 What comes out is exactly L{payload} and L{compact_text} of the result
-(C{tests/test_mcp_rendered.py} checks it against them).
+(C{tests/test_render_memo.py} checks it against them).
 
 Only cache hits are memoised (a fresh download is rendered once anyway),
 and the memo is bounded by entries and by characters of text kept.
@@ -27,12 +27,8 @@ from typing import Any
 
 import attrs
 
-from gophergem.mcp.payloads import (
-    compact_request_info,
-    compact_text,
-    payload,
-    request_info_payload,
-)
+from gophergem.render.payloads import payload, request_info_payload
+from gophergem.render.text import compact_request_info, compact_text
 from gophergem.results import (
     FetchResult,
     GeminiResult,
