@@ -21,6 +21,7 @@ from twisted.python import usage
 
 from gophergem import service, tap
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
+from gophergem.feeds.checker import FeedCheckService
 from gophergem.fetcher import Fetcher
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import StdioMCPService
@@ -192,7 +193,7 @@ def test_http_service_tree() -> None:
     lifespan, listener, checks = list(top)
     assert isinstance(lifespan, LifespanService)
     assert isinstance(listener, StreamServerEndpointService)
-    assert isinstance(checks, service.FeedCheckService)
+    assert isinstance(checks, FeedCheckService)
     root = listener.factory.resource
     assert set(root.children) == {b"mcp", b"health", b".well-known", b"input"}
     assert set(root.children[b".well-known"].children) == {b"agent.gopher", b"agent"}
