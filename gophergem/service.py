@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.application.internet import StreamServerEndpointService
-from twisted.application.service import MultiService, Service
+from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorTime
@@ -53,7 +52,6 @@ __all__ = [
     "ListenError",
     "SharedStateService",
     "StateStartError",
-    "TokenReloadService",
     "build_site",
     "check_http_settings",
     "endpoint_security",
@@ -388,37 +386,6 @@ def check_http_settings(endpoint: str, config: Config) -> None:
         load_database_key(config.database_key_file)
 
 
-class TokenReloadService(Service):
-    """
-    Reads the token file at start-up, and again on C{SIGHUP} while running
-    (it also reloads by itself when the file changes).  The previous
-    C{SIGHUP} handler comes back when the service stops.
-
-    @ivar verifier: The HTTP endpoint's token verifier.
-    """
-
-    def __init__(self, verifier: TokenFileVerifier | CombinedVerifier, reactor: Any) -> None:
-        self.verifier = verifier
-        self.reactor = reactor
-        self._previous: Any = None
-
-    def startService(self) -> None:
-        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        self.verifier.reload()
-        if hasattr(signal, "SIGHUP"):
-            self._previous = signal.signal(signal.SIGHUP, self._hangup)
-
-    def stopService(self) -> None:
-        super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        if hasattr(signal, "SIGHUP") and self._previous is not None:
-            signal.signal(signal.SIGHUP, self._previous)
-            self._previous = None
-
-    def _hangup(self, signum: int, frame: Any) -> None:
-        Logger().info("SIGHUP: reloading the token file")
-        self.reactor.callFromThread(self.verifier.reload)
-
-
 def build_site(
     server: MCPServer[Any],
     config: Config,
@@ -600,6 +567,7 @@ class _HTTPParts:
         """
         from twisted.internet import endpoints
 
+        from gophergem.auth.reload import TokenReloadService
         from gophergem.feeds.checker import FeedCheckService
         from gophergem.feeds.follow import Follower
         from gophergem.mcp.feed_tools import UPDATES_URI
