@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import logging
 import socket
 import sys
 from collections.abc import Callable
@@ -29,7 +28,6 @@ from twisted.internet.defer import Deferred, fail, succeed
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
-from twisted.python.failure import Failure
 
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
@@ -50,8 +48,6 @@ if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
 __all__ = [
     "HTTPListenService",
     "ListenError",
-    "SharedStateService",
-    "StateStartError",
     "build_site",
     "check_http_settings",
     "endpoint_security",
@@ -538,7 +534,9 @@ def makeService(
         return top
     http = _HTTPParts(config, reactor, resolver, endpoint, tuple(allowed_hosts))
     if config.database_url is not None or config.redis_url is not None:
-        starter = SharedStateService(http)
+        from gophergem.state.service import SharedStateService
+
+        starter = SharedStateService(http, cacheable=_cacheable_downloads, one_line=(ListenError,))
         starter.setName("state")  # type: ignore[no-untyped-call]  # Twisted: unannotated
         starter.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
         return top
@@ -712,153 +710,13 @@ def _health_checks(state: Any, policy: Any) -> Callable[[], Deferred[list[str]]]
     return checks
 
 
-class SharedStateService(MultiService):
-    """
-    The HTTP transport of a replica that shares its state: connects to
-    PostgreSQL (C{GOPHERGEM_DATABASE_URL}) and Redis (C{GOPHERGEM_REDIS_URL}),
-    checks the database schema, and only then builds the endpoint and
-    listens.
+def _cacheable_downloads() -> list[Any]:
+    """What replicas share in the Redis response cache: the downloads, without their windows."""
+    from gophergem.fetcher.gemini import GeminiDownload
+    from gophergem.fetcher.gopher import GopherDownload
+    from gophergem.state.redis import Cacheable
 
-    Under twistd and C{gophergem serve} the connections are made before the
-    reactor runs (on the asyncio loop it will run), so a replica that
-    cannot share its state never listens: L{privilegedStartService} raises
-    L{StateStartError} naming what is wrong in one line or, with
-    C{exit_on_error} set (as under C{twistd -n}), writes that line to
-    standard error and exits with status 1.  Started on a running loop (an
-    application that mounts gophergem), it connects then, and a failure
-    logs the line, sets C{exit_status} to 1 and stops the reactor.
-    Stopping closes the connections after the endpoint has drained.
-    """
-
-    log = Logger()
-    exit_on_error = False
-
-    def __init__(self, http: _HTTPParts) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        self.http = http
-        self.exit_status = 0
-        self.ready: Deferred[None] | None = None
-        self._backends: list[Any] = []
-        self._built = False
-
-    def privilegedStartService(self) -> None:
-        loop = getattr(self.http.reactor, "_asyncioEventloop", None)
-        if isinstance(loop, asyncio.AbstractEventLoop) and not loop.is_running():
-            connecting = Deferred.fromCoroutine(self._connect())
-            try:
-                state, policy = loop.run_until_complete(connecting.asFuture(loop))
-            except Exception as error:
-                message = self._one_line(error)
-                if not self.exit_on_error:
-                    raise StateStartError(message) from None
-                self.log.error("gophergem {message}", message=message)
-                stream = sys.__stderr__
-                if stream is not None:
-                    stream.write(f"gophergem: {message}\n")
-                    stream.flush()
-                raise SystemExit(1) from None
-            self._build(state, policy)
-        super().privilegedStartService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-
-    def startService(self) -> None:
-        super().startService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        if not self._built:
-            self.ready = Deferred.fromCoroutine(self._start())
-            self.ready.addErrback(self._refuse)
-
-    def _build(self, state: Any, policy: Any) -> None:
-        self._built = True
-        self.http.add_to(self, state, policy)
-        self.log.info("shared state ready")
-
-    async def _start(self) -> None:
-        state, policy = await self._connect()
-        if self.running:
-            self._build(state, policy)
-
-    async def _connect(self) -> tuple[Any, Any]:
-        """Open the configured backends; on a failure, close what was opened."""
-        try:
-            return await self._open()
-        except BaseException:
-            await self._close_backends()
-            raise
-
-    async def _open(self) -> tuple[Any, Any]:
-        config, reactor = self.http.config, self.http.reactor
-        # psycopg's pool reports each failed attempt through the logging
-        # module; gophergem says it once, in its own words.
-        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-        state: Any
-        if config.database_url is not None:
-            from gophergem.state.postgres import PostgresState
-
-            state = await PostgresState.from_config(config, reactor)
-            self._backends.append(state)
-        else:
-            from gophergem.state.files import FileState
-
-            state = FileState.from_config(config)
-        policy = None
-        if config.redis_url is not None:
-            from gophergem.fetcher.gemini import GeminiDownload
-            from gophergem.fetcher.gopher import GopherDownload
-            from gophergem.state.redis import Cacheable, RedisPolicy
-
-            policy = await RedisPolicy.connect(
-                config.redis_url,
-                timeout=config.state_timeout_seconds,
-                reactor=reactor,
-                cacheable=[
-                    Cacheable(GopherDownload, transient={"windows"}),
-                    Cacheable(GeminiDownload, transient={"windows"}),
-                ],
-            )
-            self._backends.append(policy)
-        return state, policy
-
-    def _one_line(self, error: BaseException) -> str:
-        from gophergem.config import ConfigError
-        from gophergem.errors import GophergemError
-        from gophergem.state import SchemaBehind
-
-        if isinstance(error, (ListenError, ConfigError, SchemaBehind)):
-            return str(error)
-        if isinstance(error, GophergemError):
-            return f"{error.code}: {error.message}"
-        self.log.failure("could not start the shared state", failure=Failure(error))
-        return f"could not start the shared state: {type(error).__name__}"
-
-    def _refuse(self, failure: Failure) -> None:
-        message = self._one_line(failure.value or Exception("unknown"))
-        self.log.error("gophergem {message}", message=message)
-        stream = sys.__stderr__
-        if stream is not None:
-            stream.write(f"gophergem: {message}\n")
-            stream.flush()
-        self.exit_status = 1
-        reactor = self.http.reactor
-        if getattr(reactor, "running", False):
-            reactor.stop()
-
-    def stopService(self) -> Deferred[None]:
-        stopped = super().stopService()  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        done: Deferred[None] = Deferred.fromCoroutine(self._close(stopped))
-        return done
-
-    async def _close(self, stopped: Any) -> None:
-        if stopped is not None:
-            await stopped
-        await self._close_backends()
-
-    async def _close_backends(self) -> None:
-        backends, self._backends = self._backends, []
-        for backend in reversed(backends):
-            try:
-                await settle(backend.close())
-            except Exception:
-                self.log.warn("a backend did not close cleanly")
-
-
-class StateStartError(Exception):
-    """A replica could not reach its shared state; the message is one line."""
+    return [
+        Cacheable(GopherDownload, transient={"windows"}),
+        Cacheable(GeminiDownload, transient={"windows"}),
+    ]

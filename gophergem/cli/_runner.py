@@ -280,7 +280,8 @@ def _run(top: Any, *, announce: bool = False, reactor: Any = None) -> int:
     from twisted.logger import Logger
 
     from gophergem.mcp.stdio import StdioMCPService
-    from gophergem.service import ListenError, SharedStateService, StateStartError
+    from gophergem.service import ListenError
+    from gophergem.state.service import SharedStateService, StateStartError
 
     try:
         top.privilegedStartService()
