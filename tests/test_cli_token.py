@@ -219,7 +219,7 @@ class CountingVerifier:
 def test_sighup_reloads() -> None:
     """The reload service reads the file at start, and on SIGHUP; it restores the old handler."""
     verifier, reactor = CountingVerifier(), FakeReactor()
-    reloader = TokenReloadService(verifier, reactor)  # type: ignore[arg-type]
+    reloader = TokenReloadService(verifier, reactor)
     before = signal.getsignal(signal.SIGHUP)
     reloader.startService()
     try:

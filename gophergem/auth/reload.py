@@ -7,15 +7,19 @@ C{SIGHUP} (L{TokenReloadService}).
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from twisted.application.service import Service
 from twisted.logger import Logger
 
-if TYPE_CHECKING:
-    from gophergem.mcp.auth import CombinedVerifier, TokenFileVerifier
-
 __all__ = ["TokenReloadService"]
+
+
+class _Reloads(Protocol):
+    """A verifier that reads its token file again when told (the endpoint's)."""
+
+    def reload(self) -> None:
+        """Read the token file again."""
 
 
 class TokenReloadService(Service):
@@ -24,10 +28,11 @@ class TokenReloadService(Service):
     (it also reloads by itself when the file changes).  The previous
     C{SIGHUP} handler comes back when the service stops.
 
-    @ivar verifier: The HTTP endpoint's token verifier.
+    @ivar verifier: The HTTP endpoint's token verifier (anything with a
+        C{reload()} that reads the token file again).
     """
 
-    def __init__(self, verifier: TokenFileVerifier | CombinedVerifier, reactor: Any) -> None:
+    def __init__(self, verifier: _Reloads, reactor: Any) -> None:
         self.verifier = verifier
         self.reactor = reactor
         self._previous: Any = None
