@@ -314,7 +314,7 @@ def exit_on_listen_error(top: MultiService, enabled: bool = True) -> None:
     end the process with one line and status 2 when it cannot listen,
     instead of raising L{gophergem.http.listen.ListenError}; and a replica's
     shared state, with status 1 when it cannot be reached, instead of
-    raising L{gophergem.service.StateStartError}.
+    raising L{gophergem.state.service.StateStartError}.
     """
     for name in ("http", "state"):
         try:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from gophergem import cli
-from gophergem.cli import main, render
+from gophergem.cli import _runner, main, render
+from gophergem.cli import trust as trust_command
 from gophergem.config import SETTINGS
 from gophergem.testing import EPOCH
 from gophergem.trust import Pin
@@ -281,7 +282,7 @@ def test_trust_pin_over_pin_refused_without_consent(
     json_flag: list[str],
 ) -> None:
     """With no terminal to ask and no --replace, pin over a pin is PIN_EXISTS (1); kept."""
-    monkeypatch.setattr(cli, "_terminal_yes", lambda question: None)
+    monkeypatch.setattr(trust_command, "_terminal_yes", lambda question: None)
     store = FilePinStore(stores["GEMINI_TOFU_STORAGE_PATH"])
     store.put(a_pin())
     status, out, err = run(["trust", "pin", "capsule.example", OTHER, *json_flag], stores, capsys)
@@ -315,7 +316,7 @@ def test_trust_pin_asks_at_a_terminal(
         questions.append(question)
         return answer
 
-    monkeypatch.setattr(cli, "_terminal_yes", ask)
+    monkeypatch.setattr(trust_command, "_terminal_yes", ask)
     store = FilePinStore(stores["GEMINI_TOFU_STORAGE_PATH"])
     store.put(a_pin())
     status, _, _ = run(["trust", "pin", "capsule.example", OTHER], stores, capsys)
@@ -330,7 +331,7 @@ def test_terminal_yes_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
-    assert cli._terminal_yes("Replace?") is None
+    assert trust_command._terminal_yes("Replace?") is None
 
 
 @pytest.mark.parametrize(
@@ -444,7 +445,7 @@ def test_serve_says_where_it_listens(address: tuple[Any, ...], said: str) -> Non
         def getHost(self) -> Any:
             return host
 
-    assert cli._listening_at(Port()) == said
+    assert _runner._listening_at(Port()) == said
 
 
 # --- --format: the readable rendering or the JSON one, whatever stdout is ---------------
@@ -493,6 +494,6 @@ def test_fetch_format(
     flags: list[str], tty: bool, as_json: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """fetch: readable at a terminal, JSON when piped, unless --format (or --json) says."""
-    monkeypatch.setattr(cli.sys.stdout, "isatty", lambda: tty)
+    monkeypatch.setattr(_runner.sys.stdout, "isatty", lambda: tty)
     args = cli._parser().parse_args(["fetch", *flags, "gopher://example.org/"])
-    assert cli._wants_json(args) is as_json
+    assert _runner._wants_json(args) is as_json

@@ -1,6 +1,6 @@
 """
 C{gophergem serve} (and bare C{gophergem}) stop on SIGINT or SIGTERM whenever
-it comes while they start (L{gophergem.cli._run}): before the reactor has
+it comes while they start (L{gophergem.cli._runner._run}): before the reactor has
 put its own handlers in place, while the services start, once serving.
 
 The reactor is Twisted's asyncio one on a loop of the test's own.  A signal
@@ -20,7 +20,7 @@ import pytest
 from twisted.application.service import MultiService, Service
 from twisted.internet.asyncioreactor import AsyncioSelectorReactor
 
-from gophergem import cli
+from gophergem.cli import _runner
 
 TURNS = 50
 """Loop turns a signal gets to stop the reactor before it counts as lost (it needs about 4)."""
@@ -100,7 +100,7 @@ def run(
     sigint: Any = signal.default_int_handler,
 ) -> tuple[int, Probe]:
     """
-    Run L{cli._run} with a probe delivering C{signum} at C{moment}, SIGINT
+    Run L{_runner._run} with a probe delivering C{signum} at C{moment}, SIGINT
     handled by C{sigint} to begin with; the status and the probe.
     """
     fresh(sigint)
@@ -115,10 +115,10 @@ def run(
     if prepare is not None:
         prepare(reactor)
     try:
-        status = cli._run(top, reactor=reactor)
+        status = _runner._run(top, reactor=reactor)
     finally:
         reactor._signals.uninstall()  # the SIGCHLD waker's pipe (asyncio's run leaves it)
-        cli._dispose(reactor, loop)
+        _runner._dispose(reactor, loop)
     return status, probe
 
 
@@ -196,7 +196,7 @@ def test_serve_hears_sigint_it_was_started_ignoring() -> None:
     the disposition is put back afterwards.
     """
     fresh(signal.SIG_IGN)
-    with cli._sigint_heard():
+    with _runner._sigint_heard():
         heard = signal.getsignal(signal.SIGINT)
         got, probe = run(signal.SIGINT, "serving", sigint=heard)
     assert heard is signal.default_int_handler

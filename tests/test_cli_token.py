@@ -1,7 +1,8 @@
 """
-Tests for C{gophergem token add|remove|list} (L{gophergem.cli}) and for how
+Tests for C{gophergem token add|remove|list} (L{gophergem.cli.token}), for how
 the HTTP transport is refused when authentication has no public URL
-(L{gophergem.http.listen.public_url}, L{gophergem.tap}).
+(L{gophergem.http.listen.public_url}, L{gophergem.tap}), and for the token file
+read again on SIGHUP (L{gophergem.auth.reload}).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 import pytest
 from twisted.python import usage
 
-from gophergem import service, tap
+from gophergem import tap
+from gophergem.auth.reload import TokenReloadService
 from gophergem.auth.tokens import TokenFile, hash_token, list_tokens
 from gophergem.cli import main
 from gophergem.config import Config
@@ -218,7 +220,7 @@ class CountingVerifier:
 def test_sighup_reloads() -> None:
     """The reload service reads the file at start, and on SIGHUP; it restores the old handler."""
     verifier, reactor = CountingVerifier(), FakeReactor()
-    reloader = service.TokenReloadService(verifier, reactor)  # type: ignore[arg-type]
+    reloader = TokenReloadService(verifier, reactor)
     before = signal.getsignal(signal.SIGHUP)
     reloader.startService()
     try:

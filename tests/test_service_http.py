@@ -16,6 +16,7 @@ from twisted.python import usage
 
 from gophergem import service, tap
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
+from gophergem.feeds.checker import FeedCheckService
 from gophergem.fetcher import Fetcher
 from gophergem.http import endpoint
 from gophergem.http.asgi import LifespanService
@@ -145,7 +146,7 @@ def test_http_service_tree() -> None:
     lifespan, listener, checks = list(top)
     assert isinstance(lifespan, LifespanService)
     assert isinstance(listener, StreamServerEndpointService)
-    assert isinstance(checks, service.FeedCheckService)
+    assert isinstance(checks, FeedCheckService)
     root = listener.factory.resource
     assert set(root.children) == {b"mcp", b"health", b".well-known", b"input"}
     assert set(root.children[b".well-known"].children) == {b"agent.gopher", b"agent"}

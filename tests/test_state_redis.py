@@ -803,7 +803,7 @@ def test_a_redis_only_replica_starts_before_the_loop_runs(
 
 def test_a_redis_only_replica_refuses_in_one_line_when_redis_is_away(tmp_path: Path) -> None:
     """Redis unreachable at start-up: L{StateStartError} with one line, no URL."""
-    from gophergem.service import StateStartError
+    from gophergem.state.service import StateStartError
 
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))

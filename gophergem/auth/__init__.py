@@ -15,5 +15,7 @@ L{gophergem.http.guard}).
   - L{gophergem.auth.verifiers}: the token file, JWTs and introspection
     together, and the order they are tried in;
   - L{gophergem.auth.principals}: the principal a token stands for, and
-    each principal's view of the fetcher and follower.
+    each principal's view of the fetcher and follower;
+  - L{gophergem.auth.reload}: the daemon's service that reads the token
+    file again on C{SIGHUP}.
 """

@@ -1,5 +1,5 @@
 """
-Tests for L{gophergem.service.FeedCheckService}, the daemon's periodic check
+Tests for L{gophergem.feeds.checker.FeedCheckService}, the daemon's periodic check
 of the subscriptions, on a fake clock: when it runs, that runs never
 overlap, what it logs, and that it stops cleanly; and for its wiring in
 L{gophergem.service.makeService} (HTTP only, the MCP server's own follower).
@@ -20,11 +20,11 @@ from twisted.logger import LogLevel, globalLogPublisher
 from gophergem import service
 from gophergem.config import Config
 from gophergem.errors import FeedStoreUnavailable, FetchTimeout
+from gophergem.feeds.checker import FeedCheckService
 from gophergem.feeds.follow import FeedError, Follower
 from gophergem.feeds.parse import Entry
 from gophergem.feeds.store import MemoryFeedStore
 from gophergem.http.endpoint import health_checks
-from gophergem.service import FeedCheckService
 from gophergem.testing import FakeGeminiServer, MemoryNetwork
 
 INTERVAL = 600

@@ -1,0 +1,179 @@
+# -*- test-case-name: tests.test_cli -*-
+"""
+C{gophergem fetch URL}: fetch one URL under the same policy as the MCP
+tools and print it, readable for a person or as the tools' JSON payload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from gophergem._plural import counted
+from gophergem.cli._runner import _fail, _format_options, _stdout_gone, _wants_json
+from gophergem.config import Config
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+
+    from gophergem.results import FetchResult, GeminiResult
+
+
+def add_parser(commands: Any, command: Any) -> None:
+    """The C{gophergem fetch URL} command."""
+    fetch = command(
+        commands,
+        "fetch",
+        "[--search TERMS] [--input ANSWER] [--offset N] [--format readable|json] [settings] URL",
+        "Fetch one gopher:// or gemini:// URL, under the same policy, and print it.",
+    )
+    fetch.add_argument("url")
+    fetch.add_argument("--search", metavar="TERMS", help="Search terms for a Gopher type-7 item.")
+    fetch.add_argument(
+        "--input",
+        metavar="ANSWER",
+        help="The answer to a Gemini input prompt. The URL is first asked without it, to "
+        "learn whether the prompt is sensitive (status 11): only then is the answer redacted.",
+    )
+    fetch.add_argument(
+        "--offset", metavar="N", type=int, default=0, help="Where the window starts."
+    )
+    _format_options(
+        fetch,
+        "How to print the result: readable (the default at a terminal) or json (the "
+        "default when the output is piped: the JSON payload of the tools).",
+    )
+
+
+def run(config: Config, args: argparse.Namespace) -> int:
+    from twisted.internet import reactor
+    from twisted.python.failure import Failure
+
+    from gophergem.fetcher import Fetcher
+    from gophergem.render.payloads import payload
+    from gophergem.url import scheme_of
+
+    outcome: dict[str, Any] = {}
+
+    def done(result: Any) -> None:
+        outcome["result"] = result
+        # A request refused before any I/O (BLOCKED, INVALID_REQUEST…) is
+        # answered at once, before the reactor runs: then there is nothing to stop.
+        if reactor.running:
+            reactor.stop()
+
+    fetcher = Fetcher.from_config(config, reactor)
+    d: Deferred[GeminiResult] | Deferred[FetchResult]
+    if scheme_of(args.url) == "gemini":
+        # This process never saw the prompt: learn whether it was an 11.
+        d = fetcher.gemini(args.url, input=args.input, offset=args.offset, learn_prompt=True)
+    else:
+        d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
+    d.addBoth(done)
+    if "result" not in outcome:
+        reactor.run()
+    if "result" not in outcome:
+        return _fail("stopped before the fetch finished.", 130)
+    result = outcome["result"]
+    if isinstance(result, Failure):
+        from twisted.logger import Logger
+
+        Logger().failure("the fetch failed unexpectedly", result)
+        return _fail(f"the fetch failed unexpectedly: {result.getErrorMessage()}", 1)
+    data = payload(result)
+    status = 1 if data["kind"] == "error" else 0
+    as_json = _wants_json(args)
+    if status and data["error"]["code"] == "INVALID_REQUEST":
+        # The request itself is wrong (a bad URL, an unknown scheme): a usage
+        # error, one line and status 2; programs still get the payload.
+        status = 2
+        if not as_json:
+            return _fail(f"INVALID_REQUEST: {data['error']['message']}", 2)
+    try:
+        print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else render(data))
+        sys.stdout.flush()  # a reader gone (| head) shows here, not at exit
+    except BrokenPipeError:
+        _stdout_gone()
+    if status and as_json:  # the payload is for programs; a person watching gets one line
+        error = data["error"]
+        _fail(f"{error['code']}: {error['message']}")
+    return status
+
+
+def render(data: dict[str, Any]) -> str:
+    """
+    A readable rendering of a payload for a person at a terminal.
+
+    Nothing the payload says about the result is dropped: the size-cap and
+    incomplete notes, a TOFU or client-certificate warning, and an error's
+    status, the capsule's own text (C{meta}, marked as theirs) and when to
+    try again all have a line.
+    """
+    kind = data["kind"]
+    lines: list[str] = []
+    if kind == "menu":
+        for item in data["items"]:
+            if item["type"] == "i" or not item["next_url"]:
+                lines.append(f"      {item['title']}")
+            else:
+                lines.append(f"[{item['type']}]   {item['title']}  <{item['next_url']}>")
+    elif kind == "text":
+        lines.append(data["text"])
+    elif kind == "binary":
+        size: int = data["bytes"] if "bytes" in data else data["size"]
+        lines.append(f"binary: {counted(size, 'byte')}, {data['mime_type']}")
+    elif kind == "gemtext":
+        if "text" in data:
+            lines.append(data["text"])
+        for line in (data.get("document") or {}).get("lines", []):
+            if line["type"] == "link":
+                label = line["link"].get("text") or line["link"]["url"]
+                lines.append(f"=> {label}  <{line['link']['url']}>")
+            else:
+                lines.append(line["content"])
+    elif kind == "success":
+        lines.append(data["content"])
+    elif kind == "input":
+        lines.append(f"input wanted: {data['prompt']}  (answer with --input)")
+    elif kind == "redirect":
+        lines.append(
+            f"redirect ({'permanent' if data['permanent'] else 'temporary'}): {data['new_url']}"
+        )
+    elif kind == "certificate":
+        lines.append(f"certificate {data['status']}: {data['message']}")
+        lines.append(f"next: {data['next_step']}")
+    else:
+        lines.extend(_render_error(data["error"]))
+    info = data.get("request_info") or {}
+    for name in ("tofu_warning", "client_cert_warning"):
+        if info.get(name):
+            lines.append(f"-- warning: {info[name]}")
+    if data.get("incomplete"):
+        lines.append(f"-- incomplete ({data.get('incomplete_reason') or 'reason unknown'})")
+    if data.get("note"):
+        lines.append(f"-- note: {data['note']}")
+    if data.get("next_offset") is not None:
+        lines.append(f"-- more: --offset {data['next_offset']}")
+    return "\n".join(lines)
+
+
+def _render_error(error: dict[str, Any]) -> list[str]:
+    status = f" (status {error['status']})" if error.get("status") is not None else ""
+    lines = [f"error {error['code']}{status}: {error['message']}"]
+    if error.get("meta"):
+        lines.append(f"the server said: {error['meta']}")
+    for name, label in (
+        ("pinned_fingerprint", "pinned"),
+        ("presented_fingerprint", "presented"),
+        ("pinned_expires", "pinned certificate expires"),
+    ):
+        if error.get(name):
+            lines.append(f"{label}: {error[name]}")
+    if error.get("retry_after_seconds") is not None:
+        seconds = error["retry_after_seconds"]
+        lines.append(f"try again in {seconds:g} s")
+    if error.get("next_step"):
+        lines.append(f"next: {error['next_step']}")
+    return lines
