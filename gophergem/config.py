@@ -24,11 +24,17 @@ __all__ = [
     "DEFAULT_BACKLOG",
     "DEFAULT_ENDPOINT",
     "SETTINGS",
+    "AuthConfig",
     "Config",
     "ConfigError",
+    "FeedsConfig",
     "GeminiConfig",
     "GopherConfig",
+    "HTTPConfig",
+    "LogConfig",
     "Setting",
+    "StateConfig",
+    "StdioConfig",
     "misspelled_settings",
 ]
 
@@ -300,17 +306,36 @@ class Setting:
     """
     One configuration setting.
 
-    @ivar section: C{"gopher"}, C{"gemini"} or C{"gophergem"}.
-    @ivar name: The field name in its section's config class.
+    @ivar section: C{"gopher"}, C{"gemini"} or C{"gophergem"}: the
+        variable's prefix.
+    @ivar name: The rest of the variable's name, in lower case; in the
+        C{gopher} and C{gemini} sections, the field name in that section's
+        config class.
     @ivar parse: Turns the text of the variable into a value, raising
         L{ValueError} with a short reason.
     @ivar help: One line for C{--help}.
+    @ivar group: The L{Config} attribute whose class holds the value
+        (C{"http"} for L{HTTPConfig}); the section unless given.
     """
 
     section: str
     name: str
     parse: Callable[[str], Any]
     help: str
+    group: str = attrs.field(kw_only=True)
+
+    @group.default
+    def _section(self) -> str:
+        return self.section
+
+    @property
+    def field(self) -> str:
+        """
+        The field name in its group's config class: L{name} without the
+        group's prefix (C{GOPHERGEM_HTTP_MAX_SESSIONS} is C{http.max_sessions},
+        C{GOPHERGEM_PUBLIC_URL} is C{http.public_url}).
+        """
+        return self.name.removeprefix(f"{self.group}_")
 
     @property
     def variable(self) -> str:
@@ -393,57 +418,77 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "gemini", "denied_mime_types", _mime_list, "MIME types refused (type/subtype or type/*)."
     ),
-    Setting("gophergem", "log_level", _log_level, "DEBUG, INFO, WARNING, ERROR or CRITICAL."),
-    Setting("gophergem", "log_file", _path, "Log to this file instead of stderr."),
+    Setting(
+        "gophergem",
+        "log_level",
+        _log_level,
+        "DEBUG, INFO, WARNING, ERROR or CRITICAL.",
+        group="log",
+    ),
+    Setting("gophergem", "log_file", _path, "Log to this file instead of stderr.", group="log"),
     Setting(
         "gophergem",
         "stdio_drain_seconds",
         _limit_seconds(7 * 86400),
         "stdio: at end of input, seconds owed replies are waited for; 0 = until all are written.",
+        group="stdio",
     ),
     Setting(
         "gophergem",
         "http_max_sessions",
         _int_range(1, 1_000_000),
         "HTTP: live MCP sessions at most; a new one closes its owner's session idle longest.",
+        group="http",
     ),
     Setting(
         "gophergem",
         "http_session_idle_seconds",
         _float_range(0, 7 * 86400),
         "HTTP: seconds a session may go unused before it is closed.",
+        group="http",
     ),
     Setting(
         "gophergem",
         "http_header_timeout_seconds",
         _float_range(0, 3600),
         "HTTP: seconds a client gets to send a request's headers.",
+        group="http",
     ),
     Setting(
         "gophergem",
         "http_body_timeout_seconds",
         _float_range(0, 3600),
         "HTTP: seconds a client gets to send a request's body, once its headers are in.",
+        group="http",
     ),
     Setting(
         "gophergem",
         "http_max_connections_per_address",
         _int_range(0, 1_000_000),
         "HTTP: connections open at once from one IP address; 0 = no limit (behind a proxy).",
+        group="http",
     ),
     Setting(
         "gophergem",
         "http_drain_seconds",
         _float_range(0, 3600),
         "HTTP: on shutdown, seconds requests in flight get to finish.",
+        group="http",
     ),
-    Setting("gophergem", "feeds_storage_path", _path, "Where the feed subscription store lives."),
+    Setting(
+        "gophergem",
+        "feeds_storage_path",
+        _path,
+        "Where the feed subscription store lives.",
+        group="feeds",
+    ),
     Setting(
         "gophergem",
         "feeds_check_interval_seconds",
         _int_range(0, 7 * 86400),
         "Daemon: seconds between background checks of every subscription (default 3600); "
         "0 = never. Never in stdio mode.",
+        group="feeds",
     ),
     Setting(
         "gophergem",
@@ -451,6 +496,7 @@ SETTINGS: tuple[Setting, ...] = (
         _path,
         "HTTP: require a bearer token from this token file (gophergem token add NAME); "
         "unset: no authentication.",
+        group="auth",
     ),
     Setting(
         "gophergem",
@@ -458,54 +504,63 @@ SETTINGS: tuple[Setting, ...] = (
         _public_url,
         "HTTP: the MCP endpoint's URL as clients reach it (https://host/mcp); needed with "
         "authentication beyond loopback.",
+        group="http",
     ),
     Setting(
         "gophergem",
         "auth_issuer",
         _https_or_loopback_url,
         "HTTP: accept JWT access tokens from this authorization server (its issuer URL).",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_jwks_url",
         _https_or_loopback_url,
         "HTTP: the issuer's JWKS URL; unset: read from its authorization server metadata.",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_audience",
         _audiences,
         "HTTP: audiences a token must name (default: the public URL).",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_algorithms",
         _algorithms,
         "HTTP: JWT signature algorithms accepted (default RS256,ES256,EdDSA).",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_introspection_url",
         _https_or_loopback_url,
         "HTTP: check tokens at this RFC 7662 introspection endpoint.",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_client_id",
         _path,
         "HTTP: the client id gophergem authenticates to the introspection endpoint with.",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_client_secret_file",
         _path,
         "HTTP: a file holding the introspection client secret.",
+        group="auth",
     ),
     Setting(
         "gophergem",
         "auth_required_scopes",
         _scopes,
         "HTTP: scopes every token must carry (a,b or a JSON array).",
+        group="auth",
     ),
     Setting(
         "gophergem",
@@ -513,12 +568,14 @@ SETTINGS: tuple[Setting, ...] = (
         _database_url,
         "HTTP daemon and admin CLI: keep pins, identities and subscriptions in this "
         "PostgreSQL database (postgresql://...); unset: files. stdio keeps its files.",
+        group="state",
     ),
     Setting(
         "gophergem",
         "database_key_file",
         _path,
         "A file holding the key that encrypts private keys in the database.",
+        group="state",
     ),
     Setting(
         "gophergem",
@@ -526,6 +583,7 @@ SETTINGS: tuple[Setting, ...] = (
         _redis_url,
         "HTTP daemon: share pacing, caps, the 44 board and caches through this Redis "
         "(redis://...); unset: in process. stdio keeps them in process.",
+        group="state",
     ),
     Setting(
         "gophergem",
@@ -533,18 +591,21 @@ SETTINGS: tuple[Setting, ...] = (
         _path,
         "HTTP replicas: a file of shared keys (one per line, 32+ characters, the first seals) "
         "for the 2026-07-28 era's request state.",
+        group="state",
     ),
     Setting(
         "gophergem",
         "pins_per_principal",
         _bool,
         "HTTP with authentication: keep certificate pins per principal instead of shared.",
+        group="state",
     ),
     Setting(
         "gophergem",
         "state_timeout_seconds",
         _float_range(0.05, 60),
         "Seconds one call to PostgreSQL or Redis may take before it counts as unavailable.",
+        group="state",
     ),
     Setting(
         "gemini",
@@ -640,41 +701,71 @@ def misspelled_settings(environ: Mapping[str, str]) -> list[str]:
 
 
 @attrs.frozen(kw_only=True)
-class Config:
-    """
-    Everything gophergem is configured with.
+class LogConfig:
+    """Where logs go and how much of them (C{GOPHERGEM_LOG_*})."""
 
-    Build it with L{Config.from_env} or L{Config.from_mapping}; derive
-    variants with C{attrs.evolve}.
+    level: str = "INFO"
+    file: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class StdioConfig:
+    """The stdio server (C{GOPHERGEM_STDIO_*})."""
+
+    drain_seconds: float = 0.0
+
+
+@attrs.frozen(kw_only=True)
+class HTTPConfig:
+    """
+    The HTTP endpoint: its limits (C{GOPHERGEM_HTTP_*}) and the URL clients
+    reach it by (C{GOPHERGEM_PUBLIC_URL}).
     """
 
-    gopher: GopherConfig = attrs.field(factory=GopherConfig)
-    gemini: GeminiConfig = attrs.field(factory=GeminiConfig)
-    log_level: str = "INFO"
-    log_file: str | None = None
-    stdio_drain_seconds: float = 0.0
-    http_max_sessions: int = 2000
-    http_session_idle_seconds: float = 1800.0
-    http_header_timeout_seconds: float = 20.0
-    http_body_timeout_seconds: float = 30.0
-    http_max_connections_per_address: int = 256
-    http_drain_seconds: float = 10.0
-    feeds_storage_path: str | None = None
-    feeds_check_interval_seconds: int | None = None
-    """Seconds between the daemon's checks of every subscription; C{None}: the default (an hour)."""
-    auth_tokens_file: str | None = None
-    """The token file of the HTTP endpoint; C{None}: no authentication."""
+    max_sessions: int = 2000
+    session_idle_seconds: float = 1800.0
+    header_timeout_seconds: float = 20.0
+    body_timeout_seconds: float = 30.0
+    max_connections_per_address: int = 256
+    drain_seconds: float = 10.0
     public_url: str | None = None
     """The MCP endpoint's public URL; C{None}: derived from a loopback bind."""
-    auth_issuer: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FeedsConfig:
+    """Feed subscriptions (C{GOPHERGEM_FEEDS_*})."""
+
+    storage_path: str | None = None
+    check_interval_seconds: int | None = None
+    """Seconds between the daemon's checks of every subscription; C{None}: the default (an hour)."""
+
+
+@attrs.frozen(kw_only=True)
+class AuthConfig:
+    """Authentication of the HTTP endpoint (C{GOPHERGEM_AUTH_*})."""
+
+    tokens_file: str | None = None
+    """The token file of the HTTP endpoint; C{None}: no authentication."""
+    issuer: str | None = None
     """The authorization server whose JWT access tokens are accepted; C{None}: none."""
-    auth_jwks_url: str | None = None
-    auth_audience: tuple[str, ...] = ()
-    auth_algorithms: tuple[str, ...] = ("RS256", "ES256", "EdDSA")
-    auth_introspection_url: str | None = None
-    auth_client_id: str | None = None
-    auth_client_secret_file: str | None = None
-    auth_required_scopes: tuple[str, ...] = ()
+    jwks_url: str | None = None
+    audience: tuple[str, ...] = ()
+    algorithms: tuple[str, ...] = ("RS256", "ES256", "EdDSA")
+    introspection_url: str | None = None
+    client_id: str | None = None
+    client_secret_file: str | None = None
+    required_scopes: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class StateConfig:
+    """
+    The state a team server's replicas share (C{GOPHERGEM_DATABASE_*},
+    C{GOPHERGEM_REDIS_URL}, C{GOPHERGEM_REQUEST_STATE_KEYS_FILE},
+    C{GOPHERGEM_PINS_PER_PRINCIPAL}, C{GOPHERGEM_STATE_TIMEOUT_SECONDS}).
+    """
+
     database_url: str | None = None
     """PostgreSQL for pins, identities and subscriptions; C{None}: the file stores."""
     database_key_file: str | None = None
@@ -683,7 +774,41 @@ class Config:
     pins_per_principal: bool = False
     request_state_keys_file: str | None = None
     """Keys every replica shares for 2026-07-28 request state; C{None}: one made per process."""
-    state_timeout_seconds: float = 2.0
+    timeout_seconds: float = 2.0
+
+
+#: The class of each L{Config} group, by L{Setting.group}.
+_GROUPS: dict[str, type[Any]] = {
+    "gopher": GopherConfig,
+    "gemini": GeminiConfig,
+    "log": LogConfig,
+    "stdio": StdioConfig,
+    "http": HTTPConfig,
+    "feeds": FeedsConfig,
+    "auth": AuthConfig,
+    "state": StateConfig,
+}
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    """
+    Everything gophergem is configured with, grouped as the documentation
+    groups the settings.
+
+    Build it with L{Config.from_env} or L{Config.from_mapping}; derive
+    variants with C{attrs.evolve} (C{attrs.evolve(config,
+    http=attrs.evolve(config.http, max_sessions=10))}).
+    """
+
+    gopher: GopherConfig = attrs.field(factory=GopherConfig)
+    gemini: GeminiConfig = attrs.field(factory=GeminiConfig)
+    log: LogConfig = attrs.field(factory=LogConfig)
+    stdio: StdioConfig = attrs.field(factory=StdioConfig)
+    http: HTTPConfig = attrs.field(factory=HTTPConfig)
+    feeds: FeedsConfig = attrs.field(factory=FeedsConfig)
+    auth: AuthConfig = attrs.field(factory=AuthConfig)
+    state: StateConfig = attrs.field(factory=StateConfig)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:
@@ -695,20 +820,16 @@ class Config:
 
         @raise ConfigError: Naming the first unusable variable.
         """
-        sections: dict[str, dict[str, Any]] = {"gopher": {}, "gemini": {}, "gophergem": {}}
+        groups: dict[str, dict[str, Any]] = {group: {} for group in _GROUPS}
         for setting in SETTINGS:
             if setting.variable not in values:
                 continue
             raw = values[setting.variable]
             try:
-                sections[setting.section][setting.name] = setting.parse(raw)
+                groups[setting.group][setting.field] = setting.parse(raw)
             except ValueError as exc:
                 raise ConfigError(f"{setting.variable}={raw!r}: {exc}") from None
-        return cls(
-            gopher=GopherConfig(**sections["gopher"]),
-            gemini=GeminiConfig(**sections["gemini"]),
-            **sections["gophergem"],
-        )
+        return cls(**{group: _GROUPS[group](**fields) for group, fields in groups.items()})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Config:

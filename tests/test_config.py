@@ -7,13 +7,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gophergem._version import __version__
 from gophergem.cli import main
-from gophergem.config import SETTINGS, Config, ConfigError, GeminiConfig, GopherConfig, Setting
+from gophergem.config import (
+    SETTINGS,
+    AuthConfig,
+    Config,
+    ConfigError,
+    FeedsConfig,
+    GeminiConfig,
+    GopherConfig,
+    HTTPConfig,
+    LogConfig,
+    Setting,
+    StateConfig,
+    StdioConfig,
+)
 
 # --- defaults ------------------------------------------------------------------------
 
@@ -73,15 +87,15 @@ def test_gemini_defaults(name: str, value: object) -> None:
 def test_auth_defaults() -> None:
     """Authentication is off and the public URL is derived unless set."""
     config = Config()
-    assert config.auth_tokens_file is None
-    assert config.public_url is None
+    assert config.auth.tokens_file is None
+    assert config.http.public_url is None
 
 
 def test_log_defaults() -> None:
     """Logging defaults to INFO on stderr (no log file)."""
     config = Config()
-    assert config.log_level == "INFO"
-    assert config.log_file is None
+    assert config.log.level == "INFO"
+    assert config.log.file is None
 
 
 def test_from_env_empty_is_default() -> None:
@@ -97,14 +111,67 @@ def test_from_env_ignores_unknown_variables() -> None:
 
 
 def test_every_setting_has_a_config_field() -> None:
-    """Each Setting names a field of its section's config class, with a unique variable."""
+    """Each Setting names a field of its group's config class, with a unique variable."""
     config = Config()
-    sections = {"gopher": config.gopher, "gemini": config.gemini, "gophergem": config}
     variables = [s.variable for s in SETTINGS]
     assert len(variables) == len(set(variables))
     for setting in SETTINGS:
-        assert hasattr(sections[setting.section], setting.name), setting.variable
+        assert hasattr(getattr(config, setting.group), setting.field), setting.variable
         assert setting.option == setting.variable.lower().replace("_", "-")
+
+
+def test_every_config_field_has_a_setting() -> None:
+    """
+    Config holds only groups, and each field of each group is set by exactly
+    one Setting: nothing in Config that no variable can set.
+    """
+    by_group: dict[str, set[str]] = {}
+    for setting in SETTINGS:
+        by_group.setdefault(setting.group, set()).add(setting.field)
+    groups = attrs.fields_dict(Config)
+    assert set(groups) == set(by_group)
+    for group, fields in by_group.items():
+        assert set(attrs.fields_dict(type(getattr(Config(), group)))) == fields, group
+
+
+def test_gophergem_settings_are_grouped() -> None:
+    """
+    Each GOPHERGEM_* setting lives in a group named like the documentation's
+    sections, its field named without the group's prefix; the variable is
+    unchanged (GOPHERGEM_HTTP_MAX_SESSIONS is http.max_sessions).
+    """
+    where = {s.variable: f"{s.group}.{s.field}" for s in SETTINGS if s.section == "gophergem"}
+    assert where["GOPHERGEM_HTTP_MAX_SESSIONS"] == "http.max_sessions"
+    assert where["GOPHERGEM_PUBLIC_URL"] == "http.public_url"
+    assert where["GOPHERGEM_LOG_FILE"] == "log.file"
+    assert where["GOPHERGEM_STDIO_DRAIN_SECONDS"] == "stdio.drain_seconds"
+    assert where["GOPHERGEM_FEEDS_STORAGE_PATH"] == "feeds.storage_path"
+    assert where["GOPHERGEM_AUTH_ISSUER"] == "auth.issuer"
+    assert where["GOPHERGEM_STATE_TIMEOUT_SECONDS"] == "state.timeout_seconds"
+    assert where["GOPHERGEM_PINS_PER_PRINCIPAL"] == "state.pins_per_principal"
+    assert {group for group, _, _ in (w.partition(".") for w in where.values())} == {
+        "log",
+        "stdio",
+        "http",
+        "feeds",
+        "auth",
+        "state",
+    }
+
+
+def test_groups_read_from_the_environment() -> None:
+    """from_env fills each group from its variables, the other groups keep their defaults."""
+    config = Config.from_env(
+        {
+            "GOPHERGEM_HTTP_DRAIN_SECONDS": "4",
+            "GOPHERGEM_AUTH_CLIENT_ID": "gophergem",
+            "GOPHERGEM_REDIS_URL": "redis://127.0.0.1:6379/0",
+        }
+    )
+    assert config.http == HTTPConfig(drain_seconds=4.0)
+    assert config.auth == AuthConfig(client_id="gophergem")
+    assert config.state == StateConfig(redis_url="redis://127.0.0.1:6379/0")
+    assert (config.log, config.stdio, config.feeds) == (LogConfig(), StdioConfig(), FeedsConfig())
 
 
 # --- good values ---------------------------------------------------------------------
@@ -132,23 +199,27 @@ GOOD = [
         "/var/lib/gg/pins",
         ("gemini", "tofu_storage_path", "/var/lib/gg/pins"),
     ),
-    ("GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS", "3600", ("", "feeds_check_interval_seconds", 3600)),
+    ("GOPHERGEM_FEEDS_CHECK_INTERVAL_SECONDS", "3600", ("feeds", "check_interval_seconds", 3600)),
     (
         "GOPHERGEM_AUTH_TOKENS_FILE",
         "/etc/gg/tokens.json",
-        ("", "auth_tokens_file", "/etc/gg/tokens.json"),
+        ("auth", "tokens_file", "/etc/gg/tokens.json"),
     ),
     (
         "GOPHERGEM_PUBLIC_URL",
         "https://mcp.example.org/mcp",
-        ("", "public_url", "https://mcp.example.org/mcp"),
+        ("http", "public_url", "https://mcp.example.org/mcp"),
     ),
     (
         "GOPHERGEM_PUBLIC_URL",
         " https://mcp.example.org/mcp/ ",
-        ("", "public_url", "https://mcp.example.org/mcp"),
+        ("http", "public_url", "https://mcp.example.org/mcp"),
     ),
-    ("GOPHERGEM_PUBLIC_URL", "http://[::1]:8000/mcp", ("", "public_url", "http://[::1]:8000/mcp")),
+    (
+        "GOPHERGEM_PUBLIC_URL",
+        "http://[::1]:8000/mcp",
+        ("http", "public_url", "http://[::1]:8000/mcp"),
+    ),
     (
         "GEMINI_SEARCH_ENGINES",
         "gemini://127.0.0.1/search, gemini://localhost:1966/s",
@@ -167,7 +238,7 @@ def test_good_values(variable: str, text: str, where: tuple[str, str, object]) -
     """A valid value is parsed into its typed field."""
     section, name, value = where
     config = Config.from_env({variable: text})
-    assert getattr(getattr(config, section) if section else config, name) == value
+    assert getattr(getattr(config, section), name) == value
 
 
 @pytest.mark.parametrize(
@@ -241,7 +312,7 @@ def test_mime_list_forms(text: str) -> None:
 )
 def test_log_level_values(text: str, level: str) -> None:
     """Log levels are case-insensitive and WARNING is WARN."""
-    assert Config.from_env({"GOPHERGEM_LOG_LEVEL": text}).log_level == level
+    assert Config.from_env({"GOPHERGEM_LOG_LEVEL": text}).log.level == level
 
 
 # --- bad values ----------------------------------------------------------------------
