@@ -119,7 +119,7 @@ def makeService(
         from gophergem.http.secret_input import LoopbackSecretInput
         from gophergem.mcp.stdio import StdioMCPService
 
-        if config.database_url is not None or config.redis_url is not None:
+        if config.state.database_url is not None or config.state.redis_url is not None:
             Logger().info(
                 "stdio serves one person from this machine's files: "
                 "GOPHERGEM_DATABASE_URL and GOPHERGEM_REDIS_URL are for the HTTP daemon"
@@ -137,7 +137,7 @@ def makeService(
         stdio.setServiceParent(top)  # type: ignore[no-untyped-call]
         return top
     http = _HTTPParts(config, reactor, resolver, endpoint, tuple(allowed_hosts))
-    if config.database_url is not None or config.redis_url is not None:
+    if config.state.database_url is not None or config.state.redis_url is not None:
         from gophergem.state.service import SharedStateService
 
         starter = SharedStateService(http, cacheable=_cacheable_downloads, one_line=(ListenError,))
@@ -207,9 +207,9 @@ class _HTTPParts:
         auth = None
         principals = None
         if (
-            config.auth_tokens_file is not None
-            or config.auth_issuer is not None
-            or config.auth_introspection_url is not None
+            config.auth.tokens_file is not None
+            or config.auth.issuer is not None
+            or config.auth.introspection_url is not None
         ):
             from gophergem.auth.verifiers import verifier_from_config
             from gophergem.http.guard import BearerVerifier, auth_settings
@@ -219,15 +219,15 @@ class _HTTPParts:
             verifier = BearerVerifier(combined) if combined is not None else None
             auth = auth_settings(
                 resource_url,
-                issuer=config.auth_issuer,
-                required_scopes=config.auth_required_scopes,
+                issuer=config.auth.issuer,
+                required_scopes=config.auth.required_scopes,
             )
             principals = Principals(fetcher, state, follower)
         keys = None
-        if config.request_state_keys_file is not None:
+        if config.state.request_state_keys_file is not None:
             from gophergem.state.keys import read_key_ring
 
-            keys = read_key_ring(config.request_state_keys_file)
+            keys = read_key_ring(config.state.request_state_keys_file)
         server = build_server(
             fetcher,
             config,
@@ -244,8 +244,8 @@ class _HTTPParts:
             relay.listen(server.hear)
             server.relay = relay
         checks = None
-        if policy is not None or config.database_url is not None:
-            checks = health_checks(state if config.database_url is not None else None, policy)
+        if policy is not None or config.state.database_url is not None:
+            checks = health_checks(state if config.state.database_url is not None else None, policy)
         site, resource = build_site(
             server,
             config,
@@ -255,25 +255,25 @@ class _HTTPParts:
             token_verifier=verifier,
             health_checks=checks,
         )
-        if verifier is not None and config.auth_tokens_file is not None:
+        if verifier is not None and config.auth.tokens_file is not None:
             reload = TokenReloadService(verifier, reactor)
             reload.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
         # Started in this order, stopped in reverse: the port closes, then the
         # endpoint drains and its lifespan ends.  (setServiceParent: unannotated in Twisted.)
-        LifespanService(resource, reactor, config.http_drain_seconds).setServiceParent(top)  # type: ignore[no-untyped-call]
+        LifespanService(resource, reactor, config.http.drain_seconds).setServiceParent(top)  # type: ignore[no-untyped-call]
         listener = HTTPListenService(
             endpoints.serverFromString(reactor, with_backlog(endpoint)), site, endpoint
         )
         listener.setName("http")  # type: ignore[no-untyped-call]  # Twisted: unannotated
         listener.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-        interval = config.feeds_check_interval_seconds
+        interval = config.feeds.check_interval_seconds
         if interval is None:
             interval = DEFAULT_FEEDS_CHECK_SECONDS
         if interval > 0:
             # Added last, so stopped first: no check starts while the endpoint drains.
             feed_checks = FeedCheckService(follower, reactor, interval)
             feed_checks.on_checked = lambda: _announce(server, UPDATES_URI)
-            if policy is not None and config.database_url is not None:
+            if policy is not None and config.state.database_url is not None:
                 # Replicas sharing the subscriptions take turns: one check of
                 # every feed per interval.  (With files, each checks its own.)
                 shared, turn = policy, interval * 0.9

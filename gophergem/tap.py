@@ -113,7 +113,7 @@ class Options(usage.Options):
             sys.stderr.write(f"gophergem: warning: {warning}\n")
             sys.stderr.flush()
         self["allowed_hosts"] = tuple(dict.fromkeys(self["allowed_hosts"]))
-        log_file = self["config"].log_file
+        log_file = self["config"].log.file
         if log_file and _twistd_options(self) is not None:
             _check_writable(log_file)
         _ensure_asyncio_reactor()
@@ -163,15 +163,15 @@ def twistd_log_observer(options: Options) -> ILogObserver | None:
     config: Config = options["config"]
     stream: IO[str]
     twistd_file = str(twistd.get("logfile") or "")
-    if twistd_file == "-" or (not twistd_file and not config.log_file and twistd["nodaemon"]):
+    if twistd_file == "-" or (not twistd_file and not config.log.file and twistd["nodaemon"]):
         stream = sys.stdout
     elif twistd_file:
         stream = LogFile.fromFullPath(twistd_file)  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    elif config.log_file:
-        stream = open(config.log_file, "a", encoding="utf-8")  # noqa: SIM115 - open while running
+    elif config.log.file:
+        stream = open(config.log.file, "a", encoding="utf-8")  # noqa: SIM115 - open while running
     else:
         stream = LogFile.fromFullPath("twistd.log")  # type: ignore[no-untyped-call]  # Twisted: unannotated
-    return observer_for(stream, config.log_level)
+    return observer_for(stream, config.log.level)
 
 
 class _TwistdRoot(MultiService):
@@ -264,7 +264,7 @@ def makeService(options: Options) -> IService:
     observer = twistd_log_observer(options) if twistd is not None else None
     if twistd is not None:
         # Before the SDK's server is built: it would put a handler of its own on stderr.
-        log_through_twisted(options["config"].log_level)
+        log_through_twisted(options["config"].log.level)
     stdout_fd = reserve_stdout() if options["transport"] == "stdio" else 1
     top = make(
         options["config"],

@@ -39,13 +39,13 @@ if options["transport"] == "http":
     exit_if_cannot_listen(options["endpoint"])  # a port in use: one line, exit status 2
 # The log file stays open for the life of the process.
 try:
-    log_stream = open(config.log_file, "a", encoding="utf-8") if config.log_file else sys.stderr  # noqa: SIM115
+    log_stream = open(config.log.file, "a", encoding="utf-8") if config.log.file else sys.stderr  # noqa: SIM115
 except OSError as error:
     reason = error.strerror or error
-    refuse(f"GOPHERGEM_LOG_FILE={config.log_file!r}: cannot write to it ({reason}).")
+    refuse(f"GOPHERGEM_LOG_FILE={config.log.file!r}: cannot write to it ({reason}).")
 application = Application("gophergem")
-application.setComponent(ILogObserver, observer_for(log_stream, config.log_level))
-log_through_twisted(config.log_level)  # the SDK's log lines too, at our level
+application.setComponent(ILogObserver, observer_for(log_stream, config.log.level))
+log_through_twisted(config.log.level)  # the SDK's log lines too, at our level
 top = makeService(options)
 exit_on_listen_error(top)  # a port in use: one line, exit status 2
 top.setServiceParent(application)

@@ -27,7 +27,7 @@ from gophergem.auth.verifiers import (
     looks_like_jwt,
     verifier_from_config,
 )
-from gophergem.config import Config
+from gophergem.config import AuthConfig, Config
 from tests.idp_helpers import AUDIENCE, ISSUER, RSA_KEY, FakeAgent, idp_routes, jwk_of, mint
 
 URL = "http://127.0.0.1:8000/mcp"
@@ -192,10 +192,10 @@ def test_combination_order(tokens_path: Path) -> None:
 def test_verifier_from_config(tmp_path: Path) -> None:
     """No auth setting: no verifier; a client id without its secret file: one-line refusal."""
     assert verifier_from_config(OFFLINE, MemoryReactorClock(), URL) is None
-    with_issuer = Config(auth_issuer=ISSUER)
+    with_issuer = Config(auth=AuthConfig(issuer=ISSUER))
     combined = verifier_from_config(with_issuer, MemoryReactorClock(), URL)
     assert combined is not None and combined.jwt is not None and combined.token_file is None
     assert combined.jwt.checker.audiences == (URL,)  # type: ignore[attr-defined]
-    broken = Config(auth_introspection_url=ISSUER + "/introspect", auth_client_id="x")
+    broken = Config(auth=AuthConfig(introspection_url=ISSUER + "/introspect", client_id="x"))
     with pytest.raises(ValueError, match="go together"):
         verifier_from_config(broken, MemoryReactorClock(), URL)

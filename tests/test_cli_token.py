@@ -19,7 +19,7 @@ from gophergem import tap
 from gophergem.auth.reload import TokenReloadService
 from gophergem.auth.tokens import TokenFile, hash_token, list_tokens
 from gophergem.cli import main
-from gophergem.config import Config
+from gophergem.config import Config, HTTPConfig
 from gophergem.http import listen
 
 
@@ -174,7 +174,7 @@ def test_public_url_needed(endpoint: str) -> None:
     """Beyond loopback, on no fixed port or a socket, GOPHERGEM_PUBLIC_URL is needed."""
     with pytest.raises(ValueError, match="GOPHERGEM_PUBLIC_URL"):
         listen.public_url(endpoint, Config())
-    config = Config(public_url="https://mcp.example.org/mcp")
+    config = Config(http=HTTPConfig(public_url="https://mcp.example.org/mcp"))
     assert listen.public_url(endpoint, config) == "https://mcp.example.org/mcp"
 
 

@@ -604,8 +604,8 @@ def test_any_bytes_are_read_or_answered(raw: bytes) -> None:
 @pytest.mark.parametrize(("text", "seconds"), [("0", 0.0), ("2.5", 2.5), ("604800", 604800.0)])
 def test_drain_setting(text: str, seconds: float) -> None:
     """GOPHERGEM_STDIO_DRAIN_SECONDS: 0 (the default) waits for every reply; else a limit."""
-    assert Config().stdio_drain_seconds == 0
-    assert Config.from_env({"GOPHERGEM_STDIO_DRAIN_SECONDS": text}).stdio_drain_seconds == seconds
+    assert Config().stdio.drain_seconds == 0
+    assert Config.from_env({"GOPHERGEM_STDIO_DRAIN_SECONDS": text}).stdio.drain_seconds == seconds
 
 
 # --- replies written straight to an idle pipe --------------------------------------

@@ -224,12 +224,15 @@ def test_http_settings_reach_the_site() -> None:
 
     config = attrs.evolve(
         OFFLINE,
-        http_max_sessions=7,
-        http_session_idle_seconds=60.0,
-        http_header_timeout_seconds=3.0,
-        http_body_timeout_seconds=6.0,
-        http_max_connections_per_address=9,
-        http_drain_seconds=4.0,
+        http=attrs.evolve(
+            OFFLINE.http,
+            max_sessions=7,
+            session_idle_seconds=60.0,
+            header_timeout_seconds=3.0,
+            body_timeout_seconds=6.0,
+            max_connections_per_address=9,
+            drain_seconds=4.0,
+        ),
     )
     top = service.makeService(
         config, MemoryReactorClock(), transport="http", endpoint="tcp:0:interface=127.0.0.1"
@@ -253,12 +256,12 @@ def test_default_http_settings() -> None:
     body, 256 connections per address, a 10 s drain.
     """
     config = Config()
-    assert config.http_max_sessions == 2000
-    assert config.http_session_idle_seconds == 1800
-    assert config.http_header_timeout_seconds == 20
-    assert config.http_body_timeout_seconds == 30
-    assert config.http_max_connections_per_address == 256
-    assert config.http_drain_seconds == 10
+    assert config.http.max_sessions == 2000
+    assert config.http.session_idle_seconds == 1800
+    assert config.http.header_timeout_seconds == 20
+    assert config.http.body_timeout_seconds == 30
+    assert config.http.max_connections_per_address == 256
+    assert config.http.drain_seconds == 10
 
 
 # --- Host rules across the site ---------------------------------------------------------------

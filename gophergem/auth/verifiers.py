@@ -249,54 +249,54 @@ def verifier_from_config(
         (a client id without a secret file, an unreadable secret file, ...).
     """
     if (
-        config.auth_tokens_file is None
-        and config.auth_issuer is None
-        and config.auth_introspection_url is None
+        config.auth.tokens_file is None
+        and config.auth.issuer is None
+        and config.auth.introspection_url is None
     ):
         return None
     token_file = jwt_verifier = introspection = None
-    if config.auth_tokens_file is not None:
-        token_file = TokenFileVerifier.from_path(config.auth_tokens_file, resource_url)
-    audiences = config.auth_audience or (resource_url,)
+    if config.auth.tokens_file is not None:
+        token_file = TokenFileVerifier.from_path(config.auth.tokens_file, resource_url)
+    audiences = config.auth.audience or (resource_url,)
     agent: Any = None
-    if config.auth_issuer is not None or config.auth_introspection_url is not None:
+    if config.auth.issuer is not None or config.auth.introspection_url is not None:
         from twisted.web.client import Agent, HTTPConnectionPool
 
         # Agent and HTTPConnectionPool are unannotated in Twisted.
         agent = Agent(reactor, pool=HTTPConnectionPool(reactor))  # type: ignore[no-untyped-call]
-    if config.auth_issuer is not None:
+    if config.auth.issuer is not None:
         from gophergem.auth.jwt import JWTVerifier
 
         jwt_verifier = ProviderVerifier(
             JWTVerifier(
-                issuer=config.auth_issuer,
+                issuer=config.auth.issuer,
                 audiences=audiences,
-                algorithms=config.auth_algorithms,
+                algorithms=config.auth.algorithms,
                 agent=agent,
                 clock=reactor,
-                jwks_url=config.auth_jwks_url,
+                jwks_url=config.auth.jwks_url,
             ),
             resource_url,
         )
-    if config.auth_introspection_url is not None:
+    if config.auth.introspection_url is not None:
         from gophergem.auth.introspection import IntrospectionVerifier, read_secret
 
-        if (config.auth_client_id is None) != (config.auth_client_secret_file is None):
+        if (config.auth.client_id is None) != (config.auth.client_secret_file is None):
             raise ValueError(
                 "GOPHERGEM_AUTH_CLIENT_ID and GOPHERGEM_AUTH_CLIENT_SECRET_FILE go together."
             )
         secret = None
-        if config.auth_client_secret_file is not None:
-            secret = read_secret(config.auth_client_secret_file)
+        if config.auth.client_secret_file is not None:
+            secret = read_secret(config.auth.client_secret_file)
         introspection = ProviderVerifier(
             IntrospectionVerifier(
-                url=config.auth_introspection_url,
+                url=config.auth.introspection_url,
                 audiences=audiences,
                 agent=agent,
                 clock=reactor,
-                client_id=config.auth_client_id,
+                client_id=config.auth.client_id,
                 client_secret=secret,
-                issuer=config.auth_issuer,
+                issuer=config.auth.issuer,
             ),
             resource_url,
         )

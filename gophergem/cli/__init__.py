@@ -133,16 +133,16 @@ def _command(args: argparse.Namespace, environ: dict[str, str]) -> int:
         )
     from gophergem._log import LogFileError, start_logging
 
-    quiet = "WARN" if config.log_level in ("DEBUG", "INFO") else config.log_level
-    if args.command in ("feeds", "db", "trust", "identity") and not config.log_file:
+    quiet = "WARN" if config.log.level in ("DEBUG", "INFO") else config.log.level
+    if args.command in ("feeds", "db", "trust", "identity") and not config.log.file:
         # Each problem is already one line of its own, naming the file; the
         # store's log lines go to GOPHERGEM_LOG_FILE when set.
         quiet = "CRITICAL"
     try:
         if args.command in ("fetch", "trust", "identity", "feeds", "db"):
-            start_logging(quiet, config.log_file)
+            start_logging(quiet, config.log.file)
         elif args.command is None:
-            start_logging(config.log_level, config.log_file)
+            start_logging(config.log.level, config.log.file)
     except LogFileError as error:
         return _fail(str(error))
     if args.command == "fetch":

@@ -45,7 +45,7 @@ def _principal(args: argparse.Namespace, config: Config) -> str | None:
         return None
     if not principal.strip() or not principal.isprintable():
         raise _Refusal("--principal needs a name, such as token:alice or https://idp#sub.")
-    if args.command == "trust" and not config.pins_per_principal:
+    if args.command == "trust" and not config.state.pins_per_principal:
         raise _Refusal(
             "trust --principal: pins are shared by every principal unless "
             "GOPHERGEM_PINS_PER_PRINCIPAL is true; leave --principal out."
@@ -70,7 +70,7 @@ async def _open_state(
         reached.
     @raise ValueError: A setting that cannot be used (a bad path or key file).
     """
-    if config.database_url is None:
+    if config.state.database_url is None:
         from gophergem.state.files import FileState
 
         return FileState.from_config(config, environ)
@@ -80,7 +80,7 @@ async def _open_state(
 
     # The driver's own warnings (a refused connection) would be lines besides
     # ours: they go to the log file, when there is one, and nowhere else.
-    level = logging.getLogger().getEffectiveLevel() if config.log_file else logging.CRITICAL
+    level = logging.getLogger().getEffectiveLevel() if config.log.file else logging.CRITICAL
     logging.getLogger("psycopg").setLevel(level)
     try:
         return await PostgresState.from_config(config, reactor, identities=identities)

@@ -47,7 +47,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     C{gophergem db upgrade|status}, on a private asyncio loop with Twisted's
     asyncio reactor over it (the global reactor is not involved).
     """
-    url = config.database_url
+    url = config.state.database_url
     if url is None:
         return _fail("GOPHERGEM_DATABASE_URL is not set: there is no database to manage.")
     import asyncio
@@ -64,7 +64,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     async def work() -> list[str]:
         loop = asyncio.get_running_loop()
         reactor = AsyncioSelectorReactor(loop)
-        timeout = config.state_timeout_seconds
+        timeout = config.state.timeout_seconds
         connecting = PostgresState.connect(url, key=None, timeout=timeout, reactor=reactor)
         state = await connecting.asFuture(loop)
         try:

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace, environ: dict[str, str]) -> int:
         return _fail(f"serve: {error}")
     config: Config = options["config"]
     try:
-        start_logging(config.log_level, config.log_file)
+        start_logging(config.log.level, config.log.file)
     except LogFileError as error:
         return _fail(str(error))
     with _sigint_heard():

@@ -52,7 +52,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     """C{gophergem token add|remove|list}: the token file of the HTTP endpoint."""
     from gophergem.auth import tokens
 
-    path = config.auth_tokens_file
+    path = config.auth.tokens_file
     if path is None:
         return _fail(
             f"token {args.token_command}: set GOPHERGEM_AUTH_TOKENS_FILE "

@@ -168,7 +168,7 @@ class Follower:
         from gophergem.trust.paths import feed_store_path
 
         environ = os.environ if environ is None else environ
-        path = feed_store_path(config.feeds_storage_path, environ)
+        path = feed_store_path(config.feeds.storage_path, environ)
         return cls(fetcher, FileFeedStore(str(path)))
 
     # --- reading a page ---------------------------------------------------------

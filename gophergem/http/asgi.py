@@ -49,7 +49,7 @@ __all__ = [
 
 log = Logger()
 
-DRAIN_SECONDS: float = Config().http_drain_seconds
+DRAIN_SECONDS: float = Config().http.drain_seconds
 """
 On shutdown, how long requests in flight get to finish before they are
 cancelled: the default of C{GOPHERGEM_HTTP_DRAIN_SECONDS}, defined once in

@@ -142,8 +142,8 @@ def build_site(
     resource = mcp_resource(
         server,
         security=security,
-        max_sessions=config.http_max_sessions,
-        session_idle_seconds=config.http_session_idle_seconds,
+        max_sessions=config.http.max_sessions,
+        session_idle_seconds=config.http.session_idle_seconds,
         guard=guard,
         principal_of=principal,
     )
@@ -175,9 +175,9 @@ def build_site(
         mount_metadata(root, auth, security)
     site = BoundedSite(
         root,
-        header_timeout=config.http_header_timeout_seconds,
-        body_timeout=config.http_body_timeout_seconds,
-        max_connections_per_address=config.http_max_connections_per_address,
+        header_timeout=config.http.header_timeout_seconds,
+        body_timeout=config.http.body_timeout_seconds,
+        max_connections_per_address=config.http.max_connections_per_address,
         reactor=reactor,
         unlogged=(f"/{INPUT_PATH}/".encode(),),
     )

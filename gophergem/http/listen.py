@@ -253,8 +253,8 @@ def public_url(endpoint: str, config: Config) -> str:
     @raise ValueError: With one line saying what to set, when it is not set
         and the endpoint is not such a loopback one.
     """
-    if config.public_url is not None:
-        return config.public_url
+    if config.http.public_url is not None:
+        return config.http.public_url
     host = page_host(endpoint)
     _, port = _bind_facts(endpoint)
     if host is None or port is None:
@@ -276,35 +276,35 @@ def check_http_settings(endpoint: str, config: Config) -> None:
     @raise ValueError: One line naming what is wrong (never a secret).
     """
     if (
-        config.auth_tokens_file is not None
-        or config.auth_issuer is not None
-        or config.auth_introspection_url is not None
+        config.auth.tokens_file is not None
+        or config.auth.issuer is not None
+        or config.auth.introspection_url is not None
     ):
         public_url(endpoint, config)
-    if config.auth_introspection_url is not None:
-        if (config.auth_client_id is None) != (config.auth_client_secret_file is None):
+    if config.auth.introspection_url is not None:
+        if (config.auth.client_id is None) != (config.auth.client_secret_file is None):
             raise ValueError(
                 "GOPHERGEM_AUTH_CLIENT_ID and GOPHERGEM_AUTH_CLIENT_SECRET_FILE go together: "
                 "set both (or neither) for the introspection endpoint"
             )
-        if config.auth_client_secret_file is not None:
+        if config.auth.client_secret_file is not None:
             from gophergem.auth.introspection import read_secret
 
-            read_secret(config.auth_client_secret_file)
-    if config.request_state_keys_file is not None:
+            read_secret(config.auth.client_secret_file)
+    if config.state.request_state_keys_file is not None:
         from gophergem.errors import GophergemError
         from gophergem.state.keys import read_key_ring
 
         try:
-            read_key_ring(config.request_state_keys_file)
+            read_key_ring(config.state.request_state_keys_file)
         except GophergemError as error:
             raise ValueError(f"GOPHERGEM_REQUEST_STATE_KEYS_FILE: {error.message}") from None
-    if config.database_url is not None and config.gemini.client_certs_enabled:
-        if config.database_key_file is None:
+    if config.state.database_url is not None and config.gemini.client_certs_enabled:
+        if config.state.database_key_file is None:
             raise ValueError(
                 "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client identities' "
                 "private keys in the database (or set GEMINI_CLIENT_CERTS_ENABLED=false)"
             )
         from gophergem.state.postgres import load_database_key
 
-        load_database_key(config.database_key_file)
+        load_database_key(config.state.database_key_file)

@@ -49,7 +49,7 @@ log = Logger()
 MAX_BODY_SIZE = 4 * 1024 * 1024
 """Largest request body accepted, in bytes (the SDK's own limit)."""
 
-MAX_CONNECTIONS_PER_ADDRESS: int = Config().http_max_connections_per_address
+MAX_CONNECTIONS_PER_ADDRESS: int = Config().http.max_connections_per_address
 """
 Connections open at once from one IP address, by default (0: no limit): the
 default of C{GOPHERGEM_HTTP_MAX_CONNECTIONS_PER_ADDRESS}.
@@ -246,7 +246,7 @@ class BoundedHTTPChannel(http.HTTPChannel):
     """
 
     header_timeout: float = 20.0
-    body_timeout: float = Config().http_body_timeout_seconds
+    body_timeout: float = Config().http.body_timeout_seconds
     max_request_line = 8 * 1024
     totalHeadersSize = 16 * 1024
     maxHeaders = 100

@@ -348,7 +348,7 @@ def build_server(
     """
     # Before the SDK's server is made: in a program that set up no logging,
     # it would put a handler of its own on stderr.
-    log_through_twisted(config.log_level if config is not None else None, unless_configured=True)
+    log_through_twisted(config.log.level if config is not None else None, unless_configured=True)
     if not feeds:
         follower = None
     elif follower is None and config is not None:

@@ -620,7 +620,7 @@ class StdioMCPService(Service):
         server = build_server(
             self.fetcher, self.config, follower=follower, secret_input=self.secret_input
         )
-        drain = self.config.stdio_drain_seconds if self.config is not None else 0
+        drain = self.config.stdio.drain_seconds if self.config is not None else 0
         self.protocol = StdioMCPProtocol(
             lowlevel_server(server), drain_seconds=drain, clock=self.reactor
         )

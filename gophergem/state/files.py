@@ -106,8 +106,8 @@ class FileState:
         return cls(
             Path(pin_store_path(gemini.tofu_storage_path, environ)),
             Path(identity_store_dir(gemini.client_certs_storage_path, environ)),
-            Path(feed_store_path(config.feeds_storage_path, environ)),
-            pins_per_principal=config.pins_per_principal,
+            Path(feed_store_path(config.feeds.storage_path, environ)),
+            pins_per_principal=config.state.pins_per_principal,
             tofu_enabled=gemini.tofu_enabled,
             identities_enabled=gemini.client_certs_enabled,
         )

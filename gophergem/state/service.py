@@ -132,7 +132,7 @@ class SharedStateService(MultiService):
         # module; gophergem says it once, in its own words.
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         state: Any
-        if config.database_url is not None:
+        if config.state.database_url is not None:
             from gophergem.state.postgres import PostgresState
 
             state = await PostgresState.from_config(config, reactor)
@@ -142,12 +142,12 @@ class SharedStateService(MultiService):
 
             state = FileState.from_config(config)
         policy = None
-        if config.redis_url is not None:
+        if config.state.redis_url is not None:
             from gophergem.state.redis import RedisPolicy
 
             policy = await RedisPolicy.connect(
-                config.redis_url,
-                timeout=config.state_timeout_seconds,
+                config.state.redis_url,
+                timeout=config.state.timeout_seconds,
                 reactor=reactor,
                 cacheable=self.cacheable(),
             )

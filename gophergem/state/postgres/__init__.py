@@ -129,22 +129,22 @@ class PostgresState:
         @return: A Deferred failing with L{StateUnavailable} when the
             database cannot be reached, or L{SchemaBehind} (the pool closed).
         """
-        if config.database_url is None:
+        if config.state.database_url is None:
             raise ConfigError("GOPHERGEM_DATABASE_URL is not set")
         key = None
         if identities and config.gemini.client_certs_enabled:
-            if config.database_key_file is None:
+            if config.state.database_key_file is None:
                 raise ConfigError(
                     "GOPHERGEM_DATABASE_KEY_FILE must name the key that encrypts client "
                     "identities' private keys in the database"
                 )
-            key = load_database_key(config.database_key_file)
+            key = load_database_key(config.state.database_key_file)
         connecting = cls.connect(
-            config.database_url,
+            config.state.database_url,
             key=key,
-            timeout=config.state_timeout_seconds,
+            timeout=config.state.timeout_seconds,
             reactor=reactor,
-            pins_per_principal=config.pins_per_principal,
+            pins_per_principal=config.state.pins_per_principal,
             tofu_enabled=config.gemini.tofu_enabled,
             identities_enabled=config.gemini.client_certs_enabled,
         )
