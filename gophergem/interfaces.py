@@ -9,7 +9,7 @@ each method returns its value, or a L{Deferred} firing with it.  The file
 and memory providers return plain values; a networked one (PostgreSQL,
 Redis) returns Deferreds.  An error is raised, or fails the Deferred, with
 the same coded error either way.  Callers wrap every call in
-L{gophergem.state.settle} and wait for it: one code path for both.
+L{gophergem._defer.settle} and wait for it: one code path for both.
 """
 
 from __future__ import annotations

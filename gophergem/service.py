@@ -33,11 +33,11 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem._defer import settle
 from gophergem.config import DEFAULT_BACKLOG, DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
 from gophergem.interfaces import IResolver
 from gophergem.mcp.ready import EarlyResponder, reserve_stdout
-from gophergem.state import settle
 
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from collections.abc import Callable

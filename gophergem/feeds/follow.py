@@ -46,6 +46,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from gophergem import advice
+from gophergem._defer import settle
 from gophergem.config import Config
 from gophergem.errors import (
     FetchError,
@@ -72,7 +73,6 @@ from gophergem.results import (
     SuccessResult,
     TextResult,
 )
-from gophergem.state import settle
 from gophergem.url import scheme_of
 
 __all__ = ["MAX_REDIRECTS", "MAX_WINDOWS", "FeedError", "Follower", "Update", "Updates"]
