@@ -34,7 +34,7 @@ from gophergem.feeds.store import (
     Subscription,
 )
 from gophergem.interfaces import IFeedStore
-from gophergem.trust import _storage
+from gophergem.state import documents
 from tests.servers.postgres import wait
 from tests.test_trust_pins import SHORT_WAIT, LogEvents, hold_lock
 from tests.test_trust_processes import go
@@ -69,7 +69,7 @@ def post(n: int, day: int | None = None, title: str | None = None) -> Entry:
 def events(monkeypatch: pytest.MonkeyPatch) -> LogEvents:
     """Every event the file machinery logs."""
     found = LogEvents()
-    monkeypatch.setattr(_storage.log, "observer", found.append)
+    monkeypatch.setattr(documents.log, "observer", found.append)
     return found
 
 

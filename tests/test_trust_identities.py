@@ -26,8 +26,9 @@ from zope.interface.verify import verifyObject
 
 from gophergem.errors import CertificateExists, CertificateStoreUnavailable
 from gophergem.interfaces import IIdentityStore
-from gophergem.trust import Identity, _storage
-from gophergem.trust._storage import DocumentFile
+from gophergem.state import documents
+from gophergem.state.documents import DocumentFile
+from gophergem.trust import Identity
 from gophergem.trust.identities import (
     FileIdentityStore,
     MemoryIdentityStore,
@@ -321,14 +322,14 @@ class TestFileIdentityStore:
         directory = tmp_path / "client_certs"
         store = FileIdentityStore(directory)
         store.create(HOST, 1965, "/", NOW)
-        real = _storage.write_atomically
+        real = documents.write_atomically
 
         def failing(path: Path, data: bytes) -> None:
             if path.name.endswith(".key.pem"):
                 raise OSError(28, "No space left on device")
             real(path, data)
 
-        monkeypatch.setattr(_storage, "write_atomically", failing)
+        monkeypatch.setattr(documents, "write_atomically", failing)
         with pytest.raises(CertificateStoreUnavailable):
             store.create(HOST, 1965, "/app/", NOW)
         monkeypatch.undo()
@@ -344,14 +345,14 @@ class TestFileIdentityStore:
         directory = tmp_path / "client_certs"
         store = FileIdentityStore(directory)
         kept = store.create(HOST, 1965, "/", NOW)
-        real = _storage.write_atomically
+        real = documents.write_atomically
 
         def crash(path: Path, data: bytes) -> None:
             if path.name == "identities.json":
                 raise OSError(5, "Input/output error")
             real(path, data)
 
-        monkeypatch.setattr(_storage, "write_atomically", crash)
+        monkeypatch.setattr(documents, "write_atomically", crash)
         with pytest.raises(CertificateStoreUnavailable):
             store.create(HOST, 1965, "/app/", NOW)
         monkeypatch.undo()

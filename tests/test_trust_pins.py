@@ -1,6 +1,6 @@
 """
 Tests for L{gophergem.trust.pins}, the file machinery under it
-(L{gophergem.trust._storage}) and the default locations
+(L{gophergem.state.documents}) and the default locations
 (L{gophergem.trust.paths}).
 
 One contract class runs against both providers; the file store's own
@@ -28,7 +28,8 @@ from zope.interface.verify import verifyObject
 
 from gophergem.errors import CertificateStoreUnavailable
 from gophergem.interfaces import IPinStore
-from gophergem.trust import Pin, _storage
+from gophergem.state import documents
+from gophergem.trust import Pin
 from gophergem.trust.paths import (
     default_data_dir,
     gopher_mcp_pin_paths,
@@ -92,7 +93,7 @@ class LogEvents(list[dict[str, Any]]):
 def events(monkeypatch: pytest.MonkeyPatch) -> LogEvents:
     """Every event the trust stores log."""
     found = LogEvents()
-    monkeypatch.setattr(_storage.log, "observer", found.append)
+    monkeypatch.setattr(documents.log, "observer", found.append)
     return found
 
 

@@ -4,7 +4,7 @@ Feed subscription stores (L{IFeedStore}): what the user follows and which
 entries of it they have seen.
 
 L{FileFeedStore} keeps everything in one JSON document, on the same file
-machinery as the pin store (L{gophergem.trust._storage.DocumentFile}: a
+machinery as the pin store (L{gophergem.state.documents.DocumentFile}: a
 C{flock} per change, atomic replace, lock-free reads that create nothing,
 a file that is not a valid store refused and left alone), so several
 gophergem processes can share it and a crash never tears it.
@@ -44,7 +44,7 @@ from gophergem._time import format_utc, parse_utc
 from gophergem.errors import FeedStoreUnavailable, InvalidRequest
 from gophergem.feeds.values import FeedEntry, StoredEntry, Subscription
 from gophergem.interfaces import IFeedStore
-from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
+from gophergem.state.documents import LOCK_TIMEOUT, DocumentFile
 
 __all__ = [
     "MAX_ENTRIES_PER_FEED",

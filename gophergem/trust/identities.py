@@ -30,8 +30,8 @@ from zope.interface import implementer
 
 from gophergem.errors import CertificateExists, CertificateStoreUnavailable
 from gophergem.interfaces import IIdentityStore
+from gophergem.state.documents import LOCK_TIMEOUT, DocumentFile, log
 from gophergem.trust import Identity
-from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile, log
 from gophergem.trust.fingerprints import sha256_fingerprint
 from gophergem.url import format_host
 

@@ -18,8 +18,8 @@ import attrs
 from zope.interface import implementer
 
 from gophergem.interfaces import IPinStore
+from gophergem.state.documents import LOCK_TIMEOUT, DocumentFile
 from gophergem.trust import Pin
-from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
 
 __all__ = ["FilePinStore", "MemoryPinStore"]
 
