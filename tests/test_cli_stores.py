@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gophergem.cli import main
-from gophergem.trust.paths import gopher_mcp_pin_paths
+from gophergem.state.paths import gopher_mcp_pin_paths
 from gophergem.trust.pins import FilePinStore
 from tests.test_cli import a_pin
 

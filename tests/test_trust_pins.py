@@ -1,7 +1,7 @@
 """
 Tests for L{gophergem.trust.pins}, the file machinery under it
 (L{gophergem.state.documents}) and the default locations
-(L{gophergem.trust.paths}).
+(L{gophergem.state.paths}).
 
 One contract class runs against both providers; the file store's own
 guarantees (modes, damaged files, locks, failed writes) follow it.
@@ -29,13 +29,13 @@ from zope.interface.verify import verifyObject
 from gophergem.errors import CertificateStoreUnavailable
 from gophergem.interfaces import IPinStore
 from gophergem.state import documents
-from gophergem.trust import Pin
-from gophergem.trust.paths import (
+from gophergem.state.paths import (
     default_data_dir,
     gopher_mcp_pin_paths,
     identity_store_dir,
     pin_store_path,
 )
+from gophergem.trust import Pin
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from tests.servers.postgres import wait
 

@@ -165,7 +165,7 @@ class Follower:
         directory of C{environ}).
         """
         from gophergem.feeds.store import FileFeedStore
-        from gophergem.trust.paths import feed_store_path
+        from gophergem.state.paths import feed_store_path
 
         environ = os.environ if environ is None else environ
         path = feed_store_path(config.feeds_storage_path, environ)

@@ -41,8 +41,8 @@ from twisted.internet.defer import Deferred, succeed
 from gophergem.config import Config
 from gophergem.feeds.store import FileFeedStore
 from gophergem.interfaces import IFeedStore, IIdentityStore, IPinStore
+from gophergem.state.paths import feed_store_path, identity_store_dir, pin_store_path
 from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.paths import feed_store_path, identity_store_dir, pin_store_path
 from gophergem.trust.pins import FilePinStore
 
 __all__ = ["PRINCIPAL_FILE", "FileState", "principal_key"]
