@@ -36,7 +36,7 @@ from gophergem.feeds.store import (
 from gophergem.interfaces import IFeedStore
 from gophergem.state import documents
 from tests.servers.postgres import wait
-from tests.test_trust_pins import SHORT_WAIT, LogEvents, hold_lock
+from tests.test_state_pins import SHORT_WAIT, LogEvents, hold_lock
 from tests.test_trust_processes import go
 
 ROOT = Path(__file__).resolve().parent.parent

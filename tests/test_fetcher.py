@@ -23,6 +23,8 @@ from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
 from gophergem.interfaces import IFetcher
 from gophergem.policy.local import LocalPolicy
+from gophergem.state.files import FilePinStore
+from gophergem.state.memory import MemoryPinStore
 from gophergem.testing import (
     FakeGeminiServer,
     FakeGopherServer,
@@ -30,7 +32,6 @@ from gophergem.testing import (
     MemoryNetwork,
 )
 from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from tests.test_fetcher_gopher import HOST_IP, MENU
 
 

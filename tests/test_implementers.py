@@ -43,6 +43,8 @@ from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
+from gophergem.state.files import FilePinStore
+from gophergem.state.memory import MemoryPinStore
 from gophergem.state.postgres import PostgresFeedStore, PostgresIdentityStore, PostgresPinStore
 from gophergem.state.redis import (
     NearCache,
@@ -58,7 +60,6 @@ from gophergem.testing.hostile._engine import _Flood
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, decide
 from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from gophergem.url import GopherURL
 
 PACKAGE = Path(gophergem.__file__).parent
@@ -126,7 +127,7 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
 #: Implementers that need a real server, and the test (against that server,
 #: run when C{GOPHERGEM_REQUIRE_PEERS=1}) that checks them with verifyObject.
 VERIFIED_ELSEWHERE: dict[type, str] = {
-    PostgresPinStore: "tests/test_trust_pins.py::TestPinStoreContract::test_interface",
+    PostgresPinStore: "tests/test_state_pins.py::TestPinStoreContract::test_interface",
     PostgresIdentityStore: (
         "tests/test_trust_identities.py::TestIdentityStoreContract::test_interface"
     ),

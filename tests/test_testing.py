@@ -393,8 +393,8 @@ def test_deferring_store_answers_with_deferreds() -> None:
     """Without a clock every method answers with a fired Deferred; errors fail it."""
     from gophergem.errors import FingerprintMismatch
     from gophergem.interfaces import IPinStore
+    from gophergem.state.memory import MemoryPinStore
     from gophergem.testing import DeferringStore
-    from gophergem.trust.pins import MemoryPinStore
 
     class Broken(MemoryPinStore):
         def remove(self, host: str, port: int) -> bool:

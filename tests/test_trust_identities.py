@@ -36,7 +36,7 @@ from gophergem.trust.identities import (
     normalise_scope,
 )
 from tests.servers.postgres import wait
-from tests.test_trust_pins import SHORT_WAIT, hold_lock
+from tests.test_state_pins import SHORT_WAIT, hold_lock
 
 NOW = 1_700_000_000.25
 HOST = "gem.example"

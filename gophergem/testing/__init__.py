@@ -134,7 +134,7 @@ class FakeGopherServer(Factory[_GopherServerProtocol]):
 
 
 def _memory_pins() -> IPinStore:
-    from gophergem.trust.pins import MemoryPinStore
+    from gophergem.state.memory import MemoryPinStore
 
     return MemoryPinStore()
 

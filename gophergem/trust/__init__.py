@@ -1,11 +1,13 @@
-# -*- test-case-name: tests.test_trust_pins,tests.test_trust_identities -*-
+# -*- test-case-name: tests.test_state_pins,tests.test_trust_identities -*-
 """
 Trust stores for Gemini: server certificate pins (trust on first use) and
 client identities.
 
-The values live here; the providers are L{gophergem.trust.pins} and
-L{gophergem.trust.identities} (a file store safe for several processes, and
-a memory store for tests), both checked by one contract test each.
+The values live here, and the rules every pin store applies in
+L{gophergem.trust.pins}; the pin stores live in L{gophergem.state}.  The
+identity stores are L{gophergem.trust.identities} (a file store safe for
+several processes, and a memory store for tests).  One contract test per
+interface checks them all.
 """
 
 from __future__ import annotations

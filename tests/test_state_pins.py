@@ -1,9 +1,11 @@
 """
-Tests for L{gophergem.trust.pins}, the file machinery under it
+Tests for the pin stores (L{gophergem.state.files.pins},
+L{gophergem.state.memory}, L{gophergem.state.postgres}) and their rules
+(L{gophergem.trust.pins}), the file machinery under them
 (L{gophergem.state.documents}) and the default locations
 (L{gophergem.state.paths}).
 
-One contract class runs against both providers; the file store's own
+One contract class runs against every provider; the file store's own
 guarantees (modes, damaged files, locks, failed writes) follow it.
 """
 
@@ -29,6 +31,8 @@ from zope.interface.verify import verifyObject
 from gophergem.errors import CertificateStoreUnavailable
 from gophergem.interfaces import IPinStore
 from gophergem.state import documents
+from gophergem.state.files import FilePinStore
+from gophergem.state.memory import MemoryPinStore
 from gophergem.state.paths import (
     default_data_dir,
     gopher_mcp_pin_paths,
@@ -36,7 +40,6 @@ from gophergem.state.paths import (
     pin_store_path,
 )
 from gophergem.trust import Pin
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from tests.servers.postgres import wait
 
 SHORT_WAIT = 0.2  # lock timeout for tests that expect a timeout
