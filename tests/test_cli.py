@@ -16,10 +16,9 @@ import pytest
 from gophergem import cli
 from gophergem.cli import main, render
 from gophergem.config import SETTINGS
-from gophergem.state.files import FilePinStore
+from gophergem.state.files import FileIdentityStore, FilePinStore
 from gophergem.testing import EPOCH
 from gophergem.trust import Pin
-from gophergem.trust.identities import FileIdentityStore
 
 FP = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

@@ -43,8 +43,8 @@ from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.files import FilePinStore
-from gophergem.state.memory import MemoryPinStore
+from gophergem.state.files import FileIdentityStore, FilePinStore
+from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
 from gophergem.state.postgres import PostgresFeedStore, PostgresIdentityStore, PostgresPinStore
 from gophergem.state.redis import (
     NearCache,
@@ -59,7 +59,6 @@ from gophergem.testing.hostile import HostileGeminiServer, HostileGopherServer, 
 from gophergem.testing.hostile._engine import _Flood
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, decide
-from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
 from gophergem.url import GopherURL
 
 PACKAGE = Path(gophergem.__file__).parent
@@ -129,7 +128,7 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
 VERIFIED_ELSEWHERE: dict[type, str] = {
     PostgresPinStore: "tests/test_state_pins.py::TestPinStoreContract::test_interface",
     PostgresIdentityStore: (
-        "tests/test_trust_identities.py::TestIdentityStoreContract::test_interface"
+        "tests/test_state_identities.py::TestIdentityStoreContract::test_interface"
     ),
     PostgresFeedStore: "tests/test_feeds_store.py::TestFeedStoreContract::test_interface",
     RedisPolicy: "tests/test_state_redis.py::test_interfaces",

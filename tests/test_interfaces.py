@@ -4,7 +4,7 @@ alike, checked with C{verifyObject}: the methods and attributes are there
 with signatures the interface allows.
 
 The behaviour each interface promises is checked by its own contract tests
-(C{tests/test_state_pins.py}, C{tests/test_trust_identities.py},
+(C{tests/test_state_pins.py}, C{tests/test_state_identities.py},
 C{tests/test_policy_cache.py}, C{tests/test_testing.py}, ...); this module
 makes sure no provider is left out: a class declaring one of our interfaces
 with C{@implementer} must appear in L{PROVIDERS}.
@@ -40,10 +40,9 @@ from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.files import FilePinStore
-from gophergem.state.memory import MemoryPinStore
+from gophergem.state.files import FileIdentityStore, FilePinStore
+from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import DeferringStore, FakeResolver, MemoryNetwork
-from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
 
 PACKAGE = Path(__file__).parent.parent / "gophergem"
 
@@ -81,7 +80,7 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
 VERIFIED_ELSEWHERE = {
     "ReactorResolver": "tests/test_client_connect.py",
     "PostgresPinStore": "tests/test_state_pins.py",
-    "PostgresIdentityStore": "tests/test_trust_identities.py",
+    "PostgresIdentityStore": "tests/test_state_identities.py",
     "PostgresFeedStore": "tests/test_feeds_store.py",
     "RedisPolicy": "tests/test_state_redis.py",
     "RedisHostPacer": "tests/test_state_redis.py",

@@ -24,9 +24,8 @@ from hypothesis import strategies as st
 from gophergem.auth import tokens
 from gophergem.errors import CertificateStoreUnavailable, GophergemError, StateUnavailable
 from gophergem.feeds.store import FileFeedStore
-from gophergem.state.files import FilePinStore, FileState
+from gophergem.state.files import FileIdentityStore, FilePinStore, FileState
 from gophergem.trust import Identity
-from gophergem.trust.identities import FileIdentityStore
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"
 GARBAGE = bytes(range(256)) * 3

@@ -13,8 +13,7 @@ from typing import Any
 
 from gophergem.feeds.follow import Follower
 from gophergem.feeds.store import FileFeedStore
-from gophergem.state.files import FilePinStore
-from gophergem.trust.identities import FileIdentityStore
+from gophergem.state.files import FileIdentityStore, FilePinStore
 from tests.test_mcp_feeds import drive
 from tests.test_mcp_feeds import error_code as feed_error_code
 from tests.test_mcp_gemini import STALE, capsule, data, error_code, one, session

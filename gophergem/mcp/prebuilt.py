@@ -72,8 +72,7 @@ def _server(config: Config | None = None) -> Any:
     from gophergem.feeds.store import MemoryFeedStore
     from gophergem.fetcher import Fetcher
     from gophergem.mcp import _tools
-    from gophergem.state.memory import MemoryPinStore
-    from gophergem.trust.identities import MemoryIdentityStore
+    from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
 
     # The schemas the models give now, even when output_schemas.json is stale.
     _tools.OUTPUT_SCHEMAS.update(output_schemas())

@@ -140,7 +140,7 @@ def _memory_pins() -> IPinStore:
 
 
 def _memory_identities() -> IIdentityStore:
-    from gophergem.trust.identities import MemoryIdentityStore
+    from gophergem.state.memory import MemoryIdentityStore
 
     return MemoryIdentityStore()
 

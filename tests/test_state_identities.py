@@ -1,6 +1,8 @@
 """
-Tests for L{gophergem.trust.identities}: one contract class for both
-providers, then what the file store guarantees about its files.
+Tests for the identity stores (L{gophergem.state.files.identities},
+L{gophergem.state.memory}, L{gophergem.state.postgres}) and their rules
+(L{gophergem.trust.identities}): one contract class for every provider, then
+what the file store guarantees about its files.
 """
 
 from __future__ import annotations
@@ -28,13 +30,10 @@ from gophergem.errors import CertificateExists, CertificateStoreUnavailable
 from gophergem.interfaces import IIdentityStore
 from gophergem.state import documents
 from gophergem.state.documents import DocumentFile
+from gophergem.state.files import FileIdentityStore
+from gophergem.state.memory import MemoryIdentityStore
 from gophergem.trust import Identity
-from gophergem.trust.identities import (
-    FileIdentityStore,
-    MemoryIdentityStore,
-    mint_identity,
-    normalise_scope,
-)
+from gophergem.trust.identities import mint_identity, normalise_scope
 from tests.servers.postgres import wait
 from tests.test_state_pins import SHORT_WAIT, hold_lock
 
