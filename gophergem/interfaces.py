@@ -284,7 +284,7 @@ class IFeedStore(Interface):
     (C{STATE_UNAVAILABLE}; a networked store L{gophergem.errors.StateUnavailable})
     when the store cannot be locked, read or written.  C{now} is the current
     time in epoch seconds, given by the caller; times come back as ISO 8601
-    UTC text.  See L{gophergem.feeds.store} for the values.
+    UTC text.  See L{gophergem.feeds.values} for the values.
     """
 
     def subscribe(

@@ -36,15 +36,14 @@ import gophergem
 from gophergem.auth._idp import _BytesProducer
 from gophergem.client.connect import Connector, ReactorResolver, _Collector, _VettedEndpoint
 from gophergem.client.gemini import GeminiClientProtocol
-from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.fetcher import Fetcher
 from gophergem.mcp.stdio import StdioMCPProtocol
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.files import FileIdentityStore, FilePinStore
-from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore
+from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
 from gophergem.state.postgres import PostgresFeedStore, PostgresIdentityStore, PostgresPinStore
 from gophergem.state.redis import (
     NearCache,
@@ -130,7 +129,7 @@ VERIFIED_ELSEWHERE: dict[type, str] = {
     PostgresIdentityStore: (
         "tests/test_state_identities.py::TestIdentityStoreContract::test_interface"
     ),
-    PostgresFeedStore: "tests/test_feeds_store.py::TestFeedStoreContract::test_interface",
+    PostgresFeedStore: "tests/test_state_feeds.py::TestFeedStoreContract::test_interface",
     RedisPolicy: "tests/test_state_redis.py::test_interfaces",
     RedisHostPacer: "tests/test_state_redis.py::test_interfaces",
     RedisConcurrencyCap: "tests/test_state_redis.py::test_interfaces",

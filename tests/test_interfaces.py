@@ -22,7 +22,6 @@ from zope.interface import Interface
 from zope.interface.verify import verifyObject
 
 from gophergem import interfaces
-from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.interfaces import (
     IAddressPolicy,
     IConcurrencyCap,
@@ -40,8 +39,8 @@ from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.files import FileIdentityStore, FilePinStore
-from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore
+from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import DeferringStore, FakeResolver, MemoryNetwork
 
 PACKAGE = Path(__file__).parent.parent / "gophergem"
@@ -81,7 +80,7 @@ VERIFIED_ELSEWHERE = {
     "ReactorResolver": "tests/test_client_connect.py",
     "PostgresPinStore": "tests/test_state_pins.py",
     "PostgresIdentityStore": "tests/test_state_identities.py",
-    "PostgresFeedStore": "tests/test_feeds_store.py",
+    "PostgresFeedStore": "tests/test_state_feeds.py",
     "RedisPolicy": "tests/test_state_redis.py",
     "RedisHostPacer": "tests/test_state_redis.py",
     "RedisConcurrencyCap": "tests/test_state_redis.py",

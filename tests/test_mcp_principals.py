@@ -16,10 +16,10 @@ from mcp import Client
 from mcp.server.subscriptions import ResourceUpdated
 
 from gophergem.feeds.follow import Follower
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.mcp import auth
 from gophergem.mcp.principals import Principals
 from gophergem.mcp.server import PrincipalBus, build_server
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import MemoryNetwork
 from tests.mcp_helpers import run_with_network
 from tests.test_mcp_gemini import Asker, capsule, data, error_code

@@ -22,8 +22,8 @@ from gophergem.config import Config
 from gophergem.errors import FeedStoreUnavailable, FetchTimeout
 from gophergem.feeds.follow import FeedError, Follower
 from gophergem.feeds.parse import Entry
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.service import FeedCheckService
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import FakeGeminiServer, MemoryNetwork
 
 INTERVAL = 600

@@ -413,7 +413,7 @@ def test_deferring_store_on_a_clock_waits_for_it() -> None:
     """With a clock the store is called only when the clock moves; cancelling calls nothing."""
     from twisted.internet.task import Clock
 
-    from gophergem.feeds.store import MemoryFeedStore
+    from gophergem.state.memory import MemoryFeedStore
     from gophergem.testing import DeferringStore
 
     inner, clock = MemoryFeedStore(), Clock()

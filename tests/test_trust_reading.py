@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 
 from gophergem.auth import tokens
 from gophergem.errors import CertificateStoreUnavailable, GophergemError, StateUnavailable
-from gophergem.feeds.store import FileFeedStore
-from gophergem.state.files import FileIdentityStore, FilePinStore, FileState
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
 from gophergem.trust import Identity
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"

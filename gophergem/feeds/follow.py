@@ -56,7 +56,7 @@ from gophergem.errors import (
     NotSubscribed,
 )
 from gophergem.feeds.parse import Feed, canonical_url, detect_feed
-from gophergem.feeds.store import parse_since
+from gophergem.feeds.subscriptions import parse_since
 from gophergem.feeds.values import StoredEntry, Subscription
 from gophergem.fetcher._pipeline import Offload, run_inline
 from gophergem.interfaces import IFeedStore, IFetcher
@@ -164,7 +164,7 @@ class Follower:
         (C{GOPHERGEM_FEEDS_STORAGE_PATH}, else C{feeds.json} in the data
         directory of C{environ}).
         """
-        from gophergem.feeds.store import FileFeedStore
+        from gophergem.state.files import FileFeedStore
         from gophergem.state.paths import feed_store_path
 
         environ = os.environ if environ is None else environ

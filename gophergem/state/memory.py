@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_state_pins,tests.test_state_identities -*-
+# -*- test-case-name: tests.test_state_pins,tests.test_state_identities,tests.test_state_feeds -*-
 """
 The memory stores: the contract of the file stores without files, for tests
 and for library users who keep nothing between runs.
@@ -10,11 +10,15 @@ contract test of each interface runs against both and against PostgreSQL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import attrs
 from zope.interface import implementer
 
 from gophergem.errors import CertificateStoreUnavailable
-from gophergem.interfaces import IIdentityStore, IPinStore
+from gophergem.feeds.subscriptions import DocumentFeedStore, FeedDocument
+from gophergem.interfaces import IFeedStore, IIdentityStore, IPinStore
 from gophergem.trust import Identity, Pin
 from gophergem.trust.identities import (
     as_identity,
@@ -27,7 +31,9 @@ from gophergem.trust.identities import (
 )
 from gophergem.trust.pins import encode_pin, sorted_pins
 
-__all__ = ["MemoryIdentityStore", "MemoryPinStore"]
+__all__ = ["MemoryFeedStore", "MemoryIdentityStore", "MemoryPinStore"]
+
+_T = TypeVar("_T")
 
 
 @implementer(IPinStore)
@@ -125,3 +131,21 @@ class MemoryIdentityStore:
                 message="That identity is no longer in the client identity store."
             )
         return stored[1], stored[2]
+
+
+@implementer(IFeedStore)
+@attrs.define
+class MemoryFeedStore(DocumentFeedStore):
+    """
+    Subscriptions in a dictionary: the same contract as
+    L{FileFeedStore<gophergem.state.files.FileFeedStore>}, without a file,
+    for tests and for library users who keep nothing.
+    """
+
+    _document: FeedDocument = attrs.field(factory=dict, init=False)
+
+    def _view(self, inspect: Callable[[FeedDocument], _T]) -> _T:
+        return inspect(self._document)
+
+    def _update(self, change: Callable[[FeedDocument], _T]) -> _T:
+        return change(self._document)
