@@ -43,6 +43,7 @@ __all__ = [
     "IResolver",
     "IResponseCache",
     "ISlowDownBoard",
+    "IStateBackend",
 ]
 
 
@@ -331,3 +332,42 @@ class IFeedStore(Interface):
 
     def mark_read(items: Iterable[tuple[str, str]]) -> int | Deferred[int]:
         """Mark the C{(feed_url, entry_url)} entries read; return how many were unread."""
+
+
+class IStateBackend(Interface):
+    """
+    Where a daemon keeps the stores of each principal: the files of this
+    machine (L{gophergem.state.files.FileState}) or one database shared by
+    every replica (L{gophergem.state.postgres.PostgresState}).
+    L{gophergem.state.backends.open_backend} picks one from the
+    configuration.
+
+    A principal is the text an access token names (an issuer and a
+    subject); C{None} is the machine's own user (stdio, or a daemon without
+    authentication).  A principal's stores are made on first use and kept,
+    so that its calls share one store object.
+    """
+
+    def pins(principal: str | None = None) -> IPinStore | None:
+        """
+        The pin store C{principal} uses (the shared one unless pins are kept
+        per principal); C{None} when trust on first use is off.
+        """
+
+    def identities(principal: str | None) -> IIdentityStore | None:
+        """C{principal}'s client identity store; C{None} when identities are off."""
+
+    def feeds(principal: str | None) -> IFeedStore:
+        """C{principal}'s feed subscription store."""
+
+    def feed_principals() -> Deferred[list[str | None]]:
+        """
+        Fire with every principal that has subscriptions: the owner
+        (C{None}) first, then the others in a stable order.
+        """
+
+    def health() -> Deferred[dict[str, object]]:
+        """Fire with C{{"ok": bool, "detail": str}}: whether the backend answers."""
+
+    def close() -> Deferred[None]:
+        """Let go of any connection the backend holds."""

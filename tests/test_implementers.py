@@ -42,9 +42,14 @@ from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
 from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
-from gophergem.state.postgres import PostgresFeedStore, PostgresIdentityStore, PostgresPinStore
+from gophergem.state.postgres import (
+    PostgresFeedStore,
+    PostgresIdentityStore,
+    PostgresPinStore,
+    PostgresState,
+)
 from gophergem.state.redis import (
     NearCache,
     RedisConcurrencyCap,
@@ -120,6 +125,7 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
     MemoryIdentityStore: lambda tmp: MemoryIdentityStore(),
     FilePinStore: lambda tmp: FilePinStore(tmp / "tofu.json"),
     MemoryPinStore: lambda tmp: MemoryPinStore(),
+    FileState: lambda tmp: FileState(tmp / "tofu.json", tmp / "client_certs", tmp / "feeds.json"),
 }
 
 #: Implementers that need a real server, and the test (against that server,
@@ -130,6 +136,7 @@ VERIFIED_ELSEWHERE: dict[type, str] = {
         "tests/test_state_identities.py::TestIdentityStoreContract::test_interface"
     ),
     PostgresFeedStore: "tests/test_state_feeds.py::TestFeedStoreContract::test_interface",
+    PostgresState: "tests/test_state_backends.py::test_a_database_url_opens_postgresql",
     RedisPolicy: "tests/test_state_redis.py::test_interfaces",
     RedisHostPacer: "tests/test_state_redis.py::test_interfaces",
     RedisConcurrencyCap: "tests/test_state_redis.py::test_interfaces",

@@ -34,12 +34,13 @@ from gophergem.interfaces import (
     IResolver,
     IResponseCache,
     ISlowDownBoard,
+    IStateBackend,
 )
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
 from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import DeferringStore, FakeResolver, MemoryNetwork
 
@@ -64,6 +65,11 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
     (IConcurrencyCap, "ConcurrencyCap", lambda tmp: ConcurrencyCap(4)),
     (ISlowDownBoard, "SlowDownBoard", lambda tmp: SlowDownBoard(Clock())),
     (IPolicyBackend, "LocalPolicy", lambda tmp: LocalPolicy()),
+    (
+        IStateBackend,
+        "FileState",
+        lambda tmp: FileState(tmp / "tofu.json", tmp / "client_certs", tmp / "feeds.json"),
+    ),
     (IPinStore, "DeferringStore(pins)", lambda tmp: DeferringStore(MemoryPinStore())),
     (
         IIdentityStore,
@@ -81,6 +87,7 @@ VERIFIED_ELSEWHERE = {
     "PostgresPinStore": "tests/test_state_pins.py",
     "PostgresIdentityStore": "tests/test_state_identities.py",
     "PostgresFeedStore": "tests/test_state_feeds.py",
+    "PostgresState": "tests/test_state_backends.py",
     "RedisPolicy": "tests/test_state_redis.py",
     "RedisHostPacer": "tests/test_state_redis.py",
     "RedisConcurrencyCap": "tests/test_state_redis.py",

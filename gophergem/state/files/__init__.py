@@ -38,9 +38,10 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred, succeed
+from zope.interface import implementer
 
 from gophergem.config import Config
-from gophergem.interfaces import IFeedStore, IIdentityStore, IPinStore
+from gophergem.interfaces import IFeedStore, IIdentityStore, IPinStore, IStateBackend
 from gophergem.state.files.feeds import FileFeedStore
 from gophergem.state.files.identities import FileIdentityStore
 from gophergem.state.files.pins import FilePinStore
@@ -82,6 +83,7 @@ def _claim(path: Path, principal: str) -> None:
         os.replace(temporary, marker)
 
 
+@implementer(IStateBackend)
 @attrs.define
 class FileState:
     """
