@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_state_pins -*-
+# -*- test-case-name: tests.test_state_paths -*-
 """
 Where the file stores live by default (SPEC §5, "Stores").
 
