@@ -41,8 +41,7 @@ _T = TypeVar("_T")
 class MemoryPinStore:
     """
     Pins in a dictionary, for tests: the same contract as
-    L{FilePinStore<gophergem.state.files.FilePinStore>},
-    without files.
+    L{FilePinStore<gophergem.state.files.FilePinStore>}, without files.
 
     @ivar pins: The pins by C{(host, port)}; tests may read it directly.
     """

@@ -1,8 +1,9 @@
 # -*- test-case-name: tests.test_state_identities -*-
 """
 Client identities, whoever keeps them: how one is minted and which one a
-request uses, the rules every identity store (L{IIdentityStore}) applies
-alike.  The stores live in L{gophergem.state}.
+request uses, the rules every identity store
+(L{IIdentityStore<gophergem.interfaces.IIdentityStore>}) applies alike.  The
+stores live in L{gophergem.state}.
 
 An identity is minted here (L{mint_identity}: an EC P-256 key and a
 self-signed certificate valid for one year) for one scope: a host, a port
@@ -107,7 +108,8 @@ def check_scope(host: str, port: int) -> None:
     """
     Refuse a scope without a host or with a port outside 1-65535.
 
-    @raise ValueError: Then.
+    @raise ValueError: When the host is empty or not text, or the port is
+        out of range.
     """
     if not isinstance(host, str) or not host:
         raise ValueError("an identity needs a host")
