@@ -9,7 +9,7 @@ each method returns its value, or a L{Deferred} firing with it.  The file
 and memory providers return plain values; a networked one (PostgreSQL,
 Redis) returns Deferreds.  An error is raised, or fails the Deferred, with
 the same coded error either way.  Callers wrap every call in
-L{gophergem.state.settle} and wait for it: one code path for both.
+L{gophergem._defer.settle} and wait for it: one code path for both.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ __all__ = [
     "IResponseCache",
     "ISecretInput",
     "ISlowDownBoard",
+    "IStateBackend",
 ]
 
 
@@ -285,7 +286,7 @@ class IFeedStore(Interface):
     (C{STATE_UNAVAILABLE}; a networked store L{gophergem.errors.StateUnavailable})
     when the store cannot be locked, read or written.  C{now} is the current
     time in epoch seconds, given by the caller; times come back as ISO 8601
-    UTC text.  See L{gophergem.feeds.store} for the values.
+    UTC text.  See L{gophergem.feeds.values} for the values.
     """
 
     def subscribe(
@@ -362,3 +363,42 @@ class ISecretInput(Interface):
             L{gophergem.errors.UserDeclined} when there is none.  The first
             fails when no page can be offered now.
         """
+
+
+class IStateBackend(Interface):
+    """
+    Where a daemon keeps the stores of each principal: the files of this
+    machine (L{gophergem.state.files.FileState}) or one database shared by
+    every replica (L{gophergem.state.postgres.PostgresState}).
+    L{gophergem.state.backends.open_backend} picks one from the
+    configuration.
+
+    A principal is the text an access token names (an issuer and a
+    subject); C{None} is the machine's own user (stdio, or a daemon without
+    authentication).  A principal's stores are made on first use and kept,
+    so that its calls share one store object.
+    """
+
+    def pins(principal: str | None = None) -> IPinStore | None:
+        """
+        The pin store C{principal} uses (the shared one unless pins are kept
+        per principal); C{None} when trust on first use is off.
+        """
+
+    def identities(principal: str | None) -> IIdentityStore | None:
+        """C{principal}'s client identity store; C{None} when identities are off."""
+
+    def feeds(principal: str | None) -> IFeedStore:
+        """C{principal}'s feed subscription store."""
+
+    def feed_principals() -> Deferred[list[str | None]]:
+        """
+        Fire with every principal that has subscriptions: the owner
+        (C{None}) first, then the others in a stable order.
+        """
+
+    def health() -> Deferred[dict[str, object]]:
+        """Fire with C{{"ok": bool, "detail": str}}: whether the backend answers."""
+
+    def close() -> Deferred[None]:
+        """Let go of any connection the backend holds."""

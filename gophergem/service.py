@@ -23,6 +23,7 @@ from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from gophergem._defer import settle
 from gophergem.config import DEFAULT_ENDPOINT, Config
 from gophergem.fetcher import Fetcher
 from gophergem.http.listen import (
@@ -35,7 +36,6 @@ from gophergem.http.listen import (
 )
 from gophergem.interfaces import IResolver
 from gophergem.mcp.early import EarlyResponder, reserve_stdout
-from gophergem.state import settle
 
 if TYPE_CHECKING:  # the MCP layer loads only when an endpoint is built
     from gophergem.feeds.follow import Follower

@@ -18,10 +18,10 @@ from mcp.server.subscriptions import ResourceUpdated
 
 from gophergem.auth.principals import Principals
 from gophergem.feeds.follow import Follower
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.mcp import caller as mcp_caller
 from gophergem.mcp import server as mcp_server
 from gophergem.mcp.server import PrincipalBus, build_server
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import MemoryNetwork
 from tests.mcp_helpers import run_with_network
 from tests.test_mcp_gemini import Asker, capsule, data, error_code

@@ -17,10 +17,9 @@ from gophergem import cli
 from gophergem.cli import _runner, main, render
 from gophergem.cli import trust as trust_command
 from gophergem.config import SETTINGS
+from gophergem.state.files import FileIdentityStore, FilePinStore
 from gophergem.testing import EPOCH
 from gophergem.trust import Pin
-from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.pins import FilePinStore
 
 FP = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

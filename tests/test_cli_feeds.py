@@ -23,7 +23,8 @@ from gophergem import cli
 from gophergem.cli import feeds_command, main
 from gophergem.feeds.follow import Follower
 from gophergem.feeds.opml import Outline, parse_opml, write_opml
-from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
+from gophergem.state.files import FileFeedStore
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import FakeGopherServer, MemoryNetwork
 
 HOLE_IP = "192.0.2.10"  # memory reactor only: never dialled

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from gophergem.cli import main
-from gophergem.trust.paths import gopher_mcp_pin_paths
-from gophergem.trust.pins import FilePinStore
+from gophergem.state.files import FilePinStore
+from gophergem.state.paths import gopher_mcp_pin_paths
 from tests.test_cli import a_pin
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"

@@ -23,8 +23,8 @@ from gophergem.errors import FeedStoreUnavailable, FetchTimeout
 from gophergem.feeds.checker import FeedCheckService
 from gophergem.feeds.follow import FeedError, Follower
 from gophergem.feeds.parse import Entry
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.http.endpoint import health_checks
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import FakeGeminiServer, MemoryNetwork
 
 INTERVAL = 600

@@ -23,10 +23,10 @@ from twisted.logger import globalLogPublisher
 
 from gophergem.errors import FetchTimeout, GophergemError
 from gophergem.feeds.follow import MAX_REDIRECTS, Follower, Updates
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.fetcher import Fetcher
 from gophergem.fetcher._pipeline import run_inline
 from gophergem.results import FetchFailure
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from tests import deferring
 from tests.deferring import answers

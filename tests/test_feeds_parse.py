@@ -42,7 +42,7 @@ from gophergem.feeds.parse import (
     resolve_link,
     sniff_xml_feed,
 )
-from gophergem.feeds.store import MAX_ENTRIES_PER_FEED
+from gophergem.feeds.subscriptions import MAX_ENTRIES_PER_FEED
 from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem, parse_menu
 
 #: 2026-12-03T12:00:00Z: "now" in every test that needs one.

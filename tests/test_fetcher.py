@@ -23,14 +23,14 @@ from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
 from gophergem.interfaces import IFetcher
 from gophergem.policy.local import LocalPolicy
+from gophergem.state.files import FileIdentityStore, FilePinStore
+from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import (
     FakeGeminiServer,
     FakeGopherServer,
     FakeResolver,
     MemoryNetwork,
 )
-from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from tests.test_fetcher_gopher import HOST_IP, MENU
 
 

@@ -35,10 +35,10 @@ from gophergem.results import (
     RedirectResult,
     SuccessResult,
 )
+from gophergem.state.memory import MemoryPinStore
 from gophergem.testing import EPOCH, FakeGeminiServer, MemoryNetwork, ServerTLS, make_certificate
 from gophergem.trust import Pin
 from gophergem.trust import operations as ops
-from gophergem.trust.pins import MemoryPinStore
 from tests.deferring import answers
 from tests.test_tls import RecordingServerTLS
 

@@ -37,7 +37,6 @@ from gophergem.auth.idp import _BytesProducer
 from gophergem.client.connect import Connector, ReactorResolver, _Collector, _VettedEndpoint
 from gophergem.client.gemini import GeminiClientProtocol
 from gophergem.client.titan import TitanClientProtocol
-from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.fetcher import Fetcher
 from gophergem.http.secret_input import LoopbackSecretInput, SiteSecretInput
 from gophergem.http.secret_page import SecretPages
@@ -46,7 +45,14 @@ from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
-from gophergem.state.postgres import PostgresFeedStore, PostgresIdentityStore, PostgresPinStore
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
+from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
+from gophergem.state.postgres import (
+    PostgresFeedStore,
+    PostgresIdentityStore,
+    PostgresPinStore,
+    PostgresState,
+)
 from gophergem.state.redis import (
     NearCache,
     RedisConcurrencyCap,
@@ -60,8 +66,6 @@ from gophergem.testing.hostile import HostileGeminiServer, HostileGopherServer, 
 from gophergem.testing.hostile._engine import _Flood
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, decide
-from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from gophergem.url import GopherURL
 from gophergem.wire.titan import TitanURL
 
@@ -130,16 +134,18 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
     MemoryIdentityStore: lambda tmp: MemoryIdentityStore(),
     FilePinStore: lambda tmp: FilePinStore(tmp / "tofu.json"),
     MemoryPinStore: lambda tmp: MemoryPinStore(),
+    FileState: lambda tmp: FileState(tmp / "tofu.json", tmp / "client_certs", tmp / "feeds.json"),
 }
 
 #: Implementers that need a real server, and the test (against that server,
 #: run when C{GOPHERGEM_REQUIRE_PEERS=1}) that checks them with verifyObject.
 VERIFIED_ELSEWHERE: dict[type, str] = {
-    PostgresPinStore: "tests/test_trust_pins.py::TestPinStoreContract::test_interface",
+    PostgresPinStore: "tests/test_state_pins.py::TestPinStoreContract::test_interface",
     PostgresIdentityStore: (
-        "tests/test_trust_identities.py::TestIdentityStoreContract::test_interface"
+        "tests/test_state_identities.py::TestIdentityStoreContract::test_interface"
     ),
-    PostgresFeedStore: "tests/test_feeds_store.py::TestFeedStoreContract::test_interface",
+    PostgresFeedStore: "tests/test_state_feeds.py::TestFeedStoreContract::test_interface",
+    PostgresState: "tests/test_state_backends.py::test_a_database_url_opens_postgresql",
     RedisPolicy: "tests/test_state_redis.py::test_interfaces",
     RedisHostPacer: "tests/test_state_redis.py::test_interfaces",
     RedisConcurrencyCap: "tests/test_state_redis.py::test_interfaces",

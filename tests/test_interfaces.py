@@ -4,7 +4,7 @@ alike, checked with C{verifyObject}: the methods and attributes are there
 with signatures the interface allows.
 
 The behaviour each interface promises is checked by its own contract tests
-(C{tests/test_trust_pins.py}, C{tests/test_trust_identities.py},
+(C{tests/test_state_pins.py}, C{tests/test_state_identities.py},
 C{tests/test_policy_cache.py}, C{tests/test_testing.py}, ...); this module
 makes sure no provider is left out: a class declaring one of our interfaces
 with C{@implementer} must appear in L{PROVIDERS}.
@@ -23,7 +23,6 @@ from zope.interface import Interface
 from zope.interface.verify import verifyObject
 
 from gophergem import interfaces
-from gophergem.feeds.store import FileFeedStore, MemoryFeedStore
 from gophergem.http.secret_input import LoopbackSecretInput, SiteSecretInput
 from gophergem.http.secret_page import SecretPages
 from gophergem.interfaces import (
@@ -39,14 +38,15 @@ from gophergem.interfaces import (
     IResponseCache,
     ISecretInput,
     ISlowDownBoard,
+    IStateBackend,
 )
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
 from gophergem.policy.targets import AddressPolicy
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
+from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import DeferringStore, FakeResolver, MemoryNetwork
-from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 
 PACKAGE = Path(__file__).parent.parent / "gophergem"
 
@@ -69,6 +69,11 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
     (IConcurrencyCap, "ConcurrencyCap", lambda tmp: ConcurrencyCap(4)),
     (ISlowDownBoard, "SlowDownBoard", lambda tmp: SlowDownBoard(Clock())),
     (IPolicyBackend, "LocalPolicy", lambda tmp: LocalPolicy()),
+    (
+        IStateBackend,
+        "FileState",
+        lambda tmp: FileState(tmp / "tofu.json", tmp / "client_certs", tmp / "feeds.json"),
+    ),
     (IPinStore, "DeferringStore(pins)", lambda tmp: DeferringStore(MemoryPinStore())),
     (
         IIdentityStore,
@@ -89,9 +94,10 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
 #: still reshaping or need more than a directory to build: class name -> test.
 VERIFIED_ELSEWHERE = {
     "ReactorResolver": "tests/test_client_connect.py",
-    "PostgresPinStore": "tests/test_trust_pins.py",
-    "PostgresIdentityStore": "tests/test_trust_identities.py",
-    "PostgresFeedStore": "tests/test_feeds_store.py",
+    "PostgresPinStore": "tests/test_state_pins.py",
+    "PostgresIdentityStore": "tests/test_state_identities.py",
+    "PostgresFeedStore": "tests/test_state_feeds.py",
+    "PostgresState": "tests/test_state_backends.py",
     "RedisPolicy": "tests/test_state_redis.py",
     "RedisHostPacer": "tests/test_state_redis.py",
     "RedisConcurrencyCap": "tests/test_state_redis.py",

@@ -296,6 +296,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "gophergem._plural",
             "gophergem.advice",
             "gophergem._time",
+            "gophergem._defer",
         ),
     ),
     ("interfaces", ("gophergem.interfaces",)),

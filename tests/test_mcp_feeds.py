@@ -17,9 +17,9 @@ from mcp import Client
 
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.mcp.server import build_server
 from gophergem.mcp.tools.feeds import UPDATES_URI
+from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from tests.mcp_helpers import run_with_network
 from tests.test_feeds_follow import (

@@ -15,12 +15,12 @@ import pytest
 
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
-from gophergem.feeds.store import MemoryFeedStore
 from gophergem.mcp import prebuilt
 from gophergem.mcp import tools as mcp_tools
 from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.schemas import OUTPUT_MODELS
 from gophergem.mcp.server import build_server
+from gophergem.state.memory import MemoryFeedStore
 from tests.mcp_helpers import network
 
 TOOLS = sorted(OUTPUT_MODELS)

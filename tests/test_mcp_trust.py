@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from gophergem.state.files import FileIdentityStore
 from gophergem.testing import FakeGeminiServer, MemoryNetwork
-from gophergem.trust.identities import FileIdentityStore
 from gophergem.url import GeminiURL
 from tests.deferring import answers
 from tests.test_fetcher_gemini import fingerprint_of

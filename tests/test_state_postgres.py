@@ -4,8 +4,8 @@ bounds on every call (an unreachable or slow server is STATE_UNAVAILABLE
 in about the timeout), the first-use pin race between two connections,
 private keys sealed at rest, and principals kept apart.
 
-The stores' behaviour itself is the contract tests' (tests/test_trust_pins.py,
-tests/test_trust_identities.py, tests/test_feeds_store.py), which run
+The stores' behaviour itself is the contract tests' (tests/test_state_pins.py,
+tests/test_state_identities.py, tests/test_state_feeds.py), which run
 against these stores too.  Everything here runs on a throwaway PostgreSQL
 on loopback (tests/servers/postgres.py).
 """

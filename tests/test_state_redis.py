@@ -32,6 +32,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import Clock, deferLater
 from zope.interface.verify import verifyObject
 
+from gophergem._defer import settle
 from gophergem.errors import StateUnavailable
 from gophergem.fetcher.gemini import GeminiDownload
 from gophergem.fetcher.gopher import GopherDownload
@@ -42,7 +43,6 @@ from gophergem.interfaces import (
     IResponseCache,
     ISlowDownBoard,
 )
-from gophergem.state import settle
 from gophergem.state.redis import Cacheable, NearCache, RedisPolicy, ValueCodec
 from gophergem.state.redis._codec import Unencodable, Unreadable
 from gophergem.wire import gemini as gemini_wire

@@ -393,8 +393,8 @@ def test_deferring_store_answers_with_deferreds() -> None:
     """Without a clock every method answers with a fired Deferred; errors fail it."""
     from gophergem.errors import FingerprintMismatch
     from gophergem.interfaces import IPinStore
+    from gophergem.state.memory import MemoryPinStore
     from gophergem.testing import DeferringStore
-    from gophergem.trust.pins import MemoryPinStore
 
     class Broken(MemoryPinStore):
         def remove(self, host: str, port: int) -> bool:
@@ -413,7 +413,7 @@ def test_deferring_store_on_a_clock_waits_for_it() -> None:
     """With a clock the store is called only when the clock moves; cancelling calls nothing."""
     from twisted.internet.task import Clock
 
-    from gophergem.feeds.store import MemoryFeedStore
+    from gophergem.state.memory import MemoryFeedStore
     from gophergem.testing import DeferringStore
 
     inner, clock = MemoryFeedStore(), Clock()

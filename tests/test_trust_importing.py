@@ -15,11 +15,12 @@ import attrs
 import pytest
 
 from gophergem.errors import InvalidRequest
+from gophergem.state.files import FilePinStore
+from gophergem.state.memory import MemoryPinStore
 from gophergem.testing import DeferringStore
 from gophergem.trust import Pin
 from gophergem.trust.importing import ImportReport, SkippedPin
 from gophergem.trust.importing import import_gopher_mcp_pins as importing
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 
 NOW = 1_750_000_000.0
 HEX_A = "a1" * 32

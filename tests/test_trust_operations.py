@@ -28,11 +28,11 @@ from gophergem.errors import (
     PinExists,
     TofuDisabled,
 )
+from gophergem.state.files import FileIdentityStore, FilePinStore
+from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import EPOCH
 from gophergem.trust import Identity, Pin
 from gophergem.trust import operations as ops
-from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
 from gophergem.url import GeminiURL
 from tests import deferring
 from tests.deferring import answers

@@ -1,5 +1,5 @@
 """
-L{gophergem.trust.pins.FilePinStore} shared by real processes: concurrent
+L{gophergem.state.files.FilePinStore} shared by real processes: concurrent
 writers lose nothing, concurrent first uses of one host leave exactly one
 winner, and a writer killed mid-run leaves a loadable store holding every
 pin whose write had returned.
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gophergem.trust.pins import FilePinStore
+from gophergem.state.files import FilePinStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _WRITER = """
 import sys
 from gophergem.trust import Pin
-from gophergem.trust.pins import FilePinStore
+from gophergem.state.files import FilePinStore
 
 store = FilePinStore(sys.argv[1])
 name, count = sys.argv[2], int(sys.argv[3])
@@ -48,7 +48,7 @@ while count < 0 or i < count:
 _FIRST_USER = """
 import sys
 from gophergem.trust import Pin
-from gophergem.trust.pins import FilePinStore
+from gophergem.state.files import FilePinStore
 
 store = FilePinStore(sys.argv[1])
 mine = "sha256:" + sys.argv[2] * 64

@@ -23,11 +23,8 @@ from hypothesis import strategies as st
 
 from gophergem.auth import tokens
 from gophergem.errors import CertificateStoreUnavailable, GophergemError, StateUnavailable
-from gophergem.feeds.store import FileFeedStore
-from gophergem.state.files import FileState
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
 from gophergem.trust import Identity
-from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.pins import FilePinStore
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"
 GARBAGE = bytes(range(256)) * 3

@@ -16,10 +16,10 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 
 from gophergem.errors import CertificateChanged, CertificateStoreUnavailable, TofuDisabled
+from gophergem.state.memory import MemoryPinStore
 from gophergem.testing import EPOCH, DeferringStore
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, Verdict
-from gophergem.trust.pins import MemoryPinStore
 from gophergem.trust.tofu import TLS_1_2_CLIENT_CERT_WARNING, TrustOnFirstUse
 
 HOST, PORT = "capsule.example", 1965

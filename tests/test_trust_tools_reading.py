@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gophergem.feeds.follow import Follower
-from gophergem.feeds.store import FileFeedStore
-from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.pins import FilePinStore
+from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore
 from tests.test_mcp_feeds import drive
 from tests.test_mcp_feeds import error_code as feed_error_code
 from tests.test_mcp_gemini import STALE, capsule, data, error_code, one, session

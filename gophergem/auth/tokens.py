@@ -38,7 +38,7 @@ import attrs
 from twisted.logger import Logger
 
 from gophergem.errors import FeedStoreUnavailable, InvalidRequest
-from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
+from gophergem.state.documents import LOCK_TIMEOUT, DocumentFile
 
 __all__ = [
     "FORMAT",

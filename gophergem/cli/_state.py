@@ -104,7 +104,7 @@ def _with_state(
     A state that cannot be opened is one line: status 2 for a setting or
     argument, 1 for a database that cannot be reached or used.
     """
-    from gophergem.state import settle
+    from gophergem._defer import settle
 
     try:
         principal = _principal(args, config)

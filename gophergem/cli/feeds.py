@@ -284,7 +284,7 @@ async def _feeds_export(follower: Any, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gophergem.feeds.opml import Outline, write_opml
-    from gophergem.trust._storage import write_atomically
+    from gophergem.state.documents import write_atomically
 
     subscriptions = await follower.subscriptions()
     document = write_opml([Outline(sub.url, sub.title) for sub in subscriptions])

@@ -167,8 +167,8 @@ def run_import(config: Config, args: argparse.Namespace, environ: Mapping[str, s
     """
     from pathlib import Path
 
+    from gophergem.state.paths import gopher_mcp_pin_paths
     from gophergem.trust.importing import ImportReport, import_gopher_mcp_pins
-    from gophergem.trust.paths import gopher_mcp_pin_paths
 
     if args.path:
         source = Path(args.path)

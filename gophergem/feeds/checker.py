@@ -16,7 +16,7 @@ from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from gophergem.state import settle
+from gophergem._defer import settle
 
 if TYPE_CHECKING:
     from gophergem.feeds.follow import Follower

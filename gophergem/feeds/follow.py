@@ -46,6 +46,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from gophergem import advice
+from gophergem._defer import settle
 from gophergem.config import Config
 from gophergem.errors import (
     FetchError,
@@ -55,7 +56,7 @@ from gophergem.errors import (
     NotSubscribed,
 )
 from gophergem.feeds.parse import Feed, canonical_url, detect_feed
-from gophergem.feeds.store import parse_since
+from gophergem.feeds.subscriptions import parse_since
 from gophergem.feeds.values import StoredEntry, Subscription
 from gophergem.fetcher._pipeline import Offload, run_inline
 from gophergem.interfaces import IFeedStore, IFetcher
@@ -72,7 +73,6 @@ from gophergem.results import (
     SuccessResult,
     TextResult,
 )
-from gophergem.state import settle
 from gophergem.url import scheme_of
 
 __all__ = ["MAX_REDIRECTS", "MAX_WINDOWS", "FeedError", "Follower", "Update", "Updates"]
@@ -164,8 +164,8 @@ class Follower:
         (C{GOPHERGEM_FEEDS_STORAGE_PATH}, else C{feeds.json} in the data
         directory of C{environ}).
         """
-        from gophergem.feeds.store import FileFeedStore
-        from gophergem.trust.paths import feed_store_path
+        from gophergem.state.files import FileFeedStore
+        from gophergem.state.paths import feed_store_path
 
         environ = os.environ if environ is None else environ
         path = feed_store_path(config.feeds.storage_path, environ)

@@ -1,9 +1,9 @@
-# -*- test-case-name: tests.test_feeds_store -*-
+# -*- test-case-name: tests.test_state_feeds -*-
 """
 The values of following feeds: a subscription, an entry as a store
 remembers it, and what a store needs of an entry a check found.
 
-They live apart from the stores (L{gophergem.feeds.store}) so that
+They live apart from the stores (L{gophergem.state}) so that
 L{gophergem.interfaces} can name them in L{IFeedStore} without importing a
 store, which imports the interface.
 """

@@ -41,11 +41,10 @@ from gophergem.interfaces import (
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.targets import AddressPolicy
 from gophergem.results import FetchResult, GeminiResult
+from gophergem.state.files import FileIdentityStore, FilePinStore
+from gophergem.state.paths import identity_store_dir, pin_store_path
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate
-from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.paths import identity_store_dir, pin_store_path
-from gophergem.trust.pins import FilePinStore
 
 __all__ = ["MAX_BATCH", "Fetcher"]
 

@@ -29,6 +29,7 @@ from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem._defer import settle
 from gophergem._plural import counted
 from gophergem._time import format_utc
 from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
@@ -43,7 +44,6 @@ from gophergem.results import (
     RequestInfo,
     Window,
 )
-from gophergem.state import settle
 from gophergem.wire.robots import MAX_ROBOTS_BYTES
 
 __all__ = [

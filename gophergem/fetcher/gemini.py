@@ -18,7 +18,7 @@ pin is read before connecting, the certificate judged against it inside the
 TLS handshake, and the pin committed to the store once the handshake has
 completed; the request is written only after the store has answered.
 Every store, the cache and the 44 board may answer later (a Deferred): each
-call is awaited through L{gophergem.state.settle}.
+call is awaited through L{gophergem._defer.settle}.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.interfaces import IReactorTime
 
 from gophergem import advice
+from gophergem._defer import settle
 from gophergem._plural import counted
 from gophergem._time import format_utc
 from gophergem.client.connect import Connector
@@ -95,7 +96,6 @@ from gophergem.results import (
     RedirectResult,
     SuccessResult,
 )
-from gophergem.state import settle
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust import Identity, Pin
 from gophergem.trust.decision import PresentedCertificate, TrustDecision

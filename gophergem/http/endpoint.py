@@ -26,6 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 
+from gophergem._defer import settle
 from gophergem.config import Config
 from gophergem.http.asgi import ASGIApp, ASGIResource
 from gophergem.http.discovery import Directory, add_discovery
@@ -37,7 +38,6 @@ from gophergem.mcp.sessions import (
     SessionLimit,
     hide_refused_session_id,
 )
-from gophergem.state import settle
 
 if TYPE_CHECKING:
     from gophergem.http.guard import BearerVerifier

@@ -69,11 +69,9 @@ def _server(config: Config | None = None) -> Any:
     from twisted.internet.testing import MemoryReactorClock
 
     from gophergem.feeds.follow import Follower
-    from gophergem.feeds.store import MemoryFeedStore
     from gophergem.fetcher import Fetcher
     from gophergem.mcp import tools
-    from gophergem.trust.identities import MemoryIdentityStore
-    from gophergem.trust.pins import MemoryPinStore
+    from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
 
     # The schemas the models give now, even when output_schemas.json is stale.
     tools.OUTPUT_SCHEMAS.update(output_schemas())

@@ -35,12 +35,14 @@ from zope.interface import implementer
 from gophergem.interfaces import IConcurrencyCap, IHostPacer, ISlowDownBoard
 
 __all__ = [
+    "FORGET_SLOW_DOWN_AFTER",
     "MAX_SLOW_DOWN_SECONDS",
     "MIN_SLOW_DOWN_SECONDS",
     "ConcurrencyCap",
     "HostConnectionLimit",
     "HostPacer",
     "SlowDownBoard",
+    "slow_down_seconds",
 ]
 
 _T = TypeVar("_T")
@@ -54,8 +56,9 @@ MAX_SLOW_DOWN_SECONDS = 3600.0
 44s, is cut to one hour so that a typo or a hostile capsule cannot shut a
 host off for days."""
 
-_FORGET_AFTER = 3600.0
-"""A host's run of 44s is forgotten this long after its last wait ended."""
+FORGET_SLOW_DOWN_AFTER = 3600.0
+"""A host's run of 44s is forgotten this many seconds after its last wait ended
+(the shared board of L{gophergem.state.redis} forgets alike)."""
 
 _PRUNE_ABOVE = 1024
 
@@ -344,10 +347,10 @@ class SlowDownBoard:
         now = self.clock.seconds()
         key = (host.lower(), port)
         entry = self._hosts.get(key)
-        if entry is not None and now - entry.until >= _FORGET_AFTER:
+        if entry is not None and now - entry.until >= FORGET_SLOW_DOWN_AFTER:
             entry = None
         streak = 1 if entry is None else entry.streak + 1
-        wait = _seconds_in(meta)
+        wait = slow_down_seconds(meta)
         if wait is None:
             wait = min(MIN_SLOW_DOWN_SECONDS * 2 ** min(streak - 1, 32), MAX_SLOW_DOWN_SECONDS)
         until = max(now + wait, entry.until if entry is not None else now)
@@ -373,12 +376,16 @@ class SlowDownBoard:
         self._hosts.pop((host.lower(), port), None)
 
     def _prune(self, now: float) -> None:
-        for key in [k for k, v in self._hosts.items() if now - v.until >= _FORGET_AFTER]:
+        for key in [k for k, v in self._hosts.items() if now - v.until >= FORGET_SLOW_DOWN_AFTER]:
             del self._hosts[key]
 
 
-def _seconds_in(meta: str) -> float | None:
-    """The wait a numeric META asks for, clamped; C{None} for free text."""
+def slow_down_seconds(meta: str) -> float | None:
+    """
+    The wait a 44's numeric META asks for, in seconds, clamped to
+    L{MIN_SLOW_DOWN_SECONDS}..L{MAX_SLOW_DOWN_SECONDS}; C{None} for free text.
+    Every 44 board reads META this way.
+    """
     text = meta.strip() if isinstance(meta, str) else ""
     if not text or not text.isascii() or not text.isdigit():
         return None

@@ -17,8 +17,8 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
+from gophergem._defer import settle
 from gophergem.config import Config
-from gophergem.state import settle
 
 __all__ = ["SharedStateService", "StateStartError"]
 

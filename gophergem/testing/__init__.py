@@ -134,13 +134,13 @@ class FakeGopherServer(Factory[_GopherServerProtocol]):
 
 
 def _memory_pins() -> IPinStore:
-    from gophergem.trust.pins import MemoryPinStore
+    from gophergem.state.memory import MemoryPinStore
 
     return MemoryPinStore()
 
 
 def _memory_identities() -> IIdentityStore:
-    from gophergem.trust.identities import MemoryIdentityStore
+    from gophergem.state.memory import MemoryIdentityStore
 
     return MemoryIdentityStore()
 

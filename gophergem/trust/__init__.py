@@ -1,11 +1,12 @@
-# -*- test-case-name: tests.test_trust_pins,tests.test_trust_identities -*-
+# -*- test-case-name: tests.test_state_pins,tests.test_state_identities -*-
 """
 Trust stores for Gemini: server certificate pins (trust on first use) and
 client identities.
 
-The values live here; the providers are L{gophergem.trust.pins} and
-L{gophergem.trust.identities} (a file store safe for several processes, and
-a memory store for tests), both checked by one contract test each.
+The values live here, with the rules every store applies to them
+(L{gophergem.trust.pins}, L{gophergem.trust.identities}); the stores (files
+safe for several processes, memory for tests, PostgreSQL for a team) live in
+L{gophergem.state}, and one contract test per interface checks them all.
 """
 
 from __future__ import annotations

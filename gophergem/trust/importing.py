@@ -30,9 +30,9 @@ from typing import Any
 import attrs
 from twisted.internet.defer import Deferred
 
+from gophergem._defer import settle
 from gophergem.errors import InvalidRequest
 from gophergem.interfaces import IPinStore
-from gophergem.state import settle
 from gophergem.trust import Pin
 from gophergem.url import parse_host
 

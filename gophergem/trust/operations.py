@@ -9,7 +9,7 @@ errors.  Asking the user first is the caller's job.
 
 The functions that read or write a store are coroutines (C{async def}): a
 store may answer later (see L{gophergem.interfaces}), so each of its calls
-is awaited through L{gophergem.state.settle}.  The pure ones (entries,
+is awaited through L{gophergem._defer.settle}.  The pure ones (entries,
 checks) stay plain functions.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gophergem import advice
+from gophergem._defer import settle
 from gophergem._time import format_utc
 from gophergem.errors import (
     CertificateExists,
@@ -29,7 +30,6 @@ from gophergem.errors import (
     TofuDisabled,
 )
 from gophergem.interfaces import IIdentityStore, IPinStore
-from gophergem.state import settle
 from gophergem.trust import Identity, Pin
 from gophergem.trust.fingerprints import normalise_fingerprint
 from gophergem.url import GEMINI_DEFAULT_PORT, GeminiURL, format_host, parse_host

@@ -29,9 +29,9 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 
+from gophergem._defer import settle
 from gophergem.errors import TofuDisabled
 from gophergem.interfaces import IPinStore
-from gophergem.state import settle
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, Verdict, decide
 

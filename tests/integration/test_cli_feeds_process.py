@@ -36,7 +36,7 @@ def test_follow_a_gopher_hole(
 
 def test_every_feed_failed(environ: dict[str, str], tmp_path: Path) -> None:
     """A subscription whose server is gone: one line on stderr and status 1."""
-    from gophergem.feeds.store import FileFeedStore
+    from gophergem.state.files import FileFeedStore
     from tests.integration.test_cli_process import free_port
 
     environ["GOPHER_ALLOW_LOCAL_HOSTS"] = "true"

@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.internet.defer import Deferred
+from zope.interface import implementer
 
 from gophergem._plural import counted
 from gophergem.config import Config, ConfigError
+from gophergem.interfaces import IStateBackend
 from gophergem.state import SchemaBehind
 from gophergem.state.postgres._feeds import PostgresFeedStore
 from gophergem.state.postgres._identities import PostgresIdentityStore
@@ -96,6 +98,7 @@ def _loop_of(reactor: object) -> asyncio.AbstractEventLoop:
     return loop
 
 
+@implementer(IStateBackend)
 @attrs.define
 class PostgresState:
     """

@@ -1,14 +1,15 @@
-# -*- test-case-name: tests.test_feeds_store -*-
+# -*- test-case-name: tests.test_state_feeds -*-
 """
 L{PostgresFeedStore}: one principal's feed subscriptions and entries in
-PostgreSQL, with the semantics of the file store (L{gophergem.feeds.store});
-every method returns a L{Deferred}.
+PostgreSQL, with the semantics of the file store
+(L{gophergem.state.files.feeds}); every method returns a L{Deferred}.
 
-Changes run the file store's own pure operations on the one subscription
-they touch, loaded inside the transaction, and write back what changed;
-every change of a principal's feeds takes that principal's transaction
-advisory lock, so two replicas checking the same feed apply their checks
-one after the other, as two processes sharing C{feeds.json} do.
+Changes run the pure operations every feed store shares
+(L{gophergem.feeds.subscriptions}) on the one subscription they touch,
+loaded inside the transaction, and write back what changed; every change
+of a principal's feeds takes that principal's transaction advisory lock, so
+two replicas checking the same feed apply their checks one after the other,
+as two processes sharing C{feeds.json} do.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ import attrs
 from twisted.internet.defer import Deferred, fail
 from zope.interface import implementer
 
-from gophergem.feeds.store import (
-    _found,
-    _optional_text,
-    _pairs,
-    _record_check,
-    _stamp,
-    _stored,
-    _subscribe,
-    _text,
-    _when,
+from gophergem.feeds.subscriptions import (
+    entry_pairs,
+    entry_time,
+    found_entries,
+    optional_text,
     parse_since,
+    record_check_in,
+    required_text,
+    stored_entry,
+    subscribe_in,
+    utc_stamp,
 )
 from gophergem.feeds.values import FeedEntry, StoredEntry, Subscription
 from gophergem.interfaces import IFeedStore
@@ -181,11 +182,11 @@ class PostgresFeedStore:
     ) -> Deferred[tuple[Subscription, bool]]:
         """Follow C{url} with C{entries} as its read baseline; see L{IFeedStore.subscribe}."""
         try:
-            url = _text(url, "url")
-            title = _optional_text(title, "title")
-            feed_type = _text(feed_type, "feed_type")
-            found = _found(entries)
-            stamp = _stamp(now)
+            url = required_text(url, "url")
+            title = optional_text(title, "title")
+            feed_type = required_text(feed_type, "feed_type")
+            found = found_entries(entries)
+            stamp = utc_stamp(now)
         except (TypeError, ValueError) as e:
             return fail(e)
 
@@ -203,7 +204,7 @@ class PostgresFeedStore:
                 document = _Counted(1)
                 document[url] = record
             before = copy.deepcopy(record["entries"]) if record else {}
-            subscription, created = _subscribe(document, url, title, feed_type, found, stamp)
+            subscription, created = subscribe_in(document, url, title, feed_type, found, stamp)
             record = document[url]
             if created:
                 await connection.execute(
@@ -276,10 +277,10 @@ class PostgresFeedStore:
     ) -> Deferred[list[StoredEntry]]:
         """Record one check of C{url} in one transaction; see L{IFeedStore.record_check}."""
         try:
-            url = _text(url, "url")
-            found = _found(entries)
-            stamp = _stamp(now)
-            error = _optional_text(error, "error")
+            url = required_text(url, "url")
+            found = found_entries(entries)
+            stamp = utc_stamp(now)
+            error = optional_text(error, "error")
         except (TypeError, ValueError) as e:
             return fail(e)
 
@@ -289,7 +290,7 @@ class PostgresFeedStore:
             if record is None:
                 return []
             before = copy.deepcopy(record["entries"])
-            changed = _record_check({url: record}, url, found, stamp, error)
+            changed = record_check_in({url: record}, url, found, stamp, error)
             await connection.execute(
                 "UPDATE gophergem_subscriptions SET last_checked = %s, last_error = %s"
                 " WHERE principal = %s AND url = %s",
@@ -340,7 +341,7 @@ class PostgresFeedStore:
                     "first_seen": first_seen,
                     "read": read,
                 }
-                picked.append((_when(entry), subscription, _stored(entry_url, entry)))
+                picked.append((entry_time(entry), subscription, stored_entry(entry_url, entry)))
             picked.sort(key=lambda item: item[0], reverse=True)  # stable, as the file store
             return [(subscription, entry) for _, subscription, entry in picked]
 
@@ -349,7 +350,7 @@ class PostgresFeedStore:
     def mark_read(self, items: Iterable[tuple[str, str]]) -> Deferred[int]:
         """Mark the C{(feed_url, entry_url)} entries read; fire with how many were unread."""
         try:
-            pairs = _pairs(items)
+            pairs = entry_pairs(items)
         except (TypeError, ValueError) as e:
             return fail(e)
         if not pairs:

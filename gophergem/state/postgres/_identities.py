@@ -1,8 +1,9 @@
-# -*- test-case-name: tests.test_trust_identities -*-
+# -*- test-case-name: tests.test_state_identities -*-
 """
 L{PostgresIdentityStore}: client identities in PostgreSQL, one row per
 (principal, host, port, path), with the semantics of the file store
-(L{gophergem.trust.identities}); every method returns a L{Deferred}.
+(L{gophergem.state.files.identities}) and the rules of
+L{gophergem.trust.identities}; every method returns a L{Deferred}.
 
 The certificate is kept in clear (it is sent to servers anyway); the
 private key is sealed with AES-256-GCM under the database key, a fresh
@@ -30,13 +31,13 @@ from gophergem.interfaces import IIdentityStore
 from gophergem.trust import Identity
 from gophergem.trust.fingerprints import sha256_fingerprint
 from gophergem.trust.identities import (
-    _best,
-    _check_scope,
-    _exists,
-    _identity,
-    _sorted,
+    as_identity,
+    best_identity,
+    check_scope,
+    exists_error,
     mint_identity,
     normalise_scope,
+    sorted_identities,
 )
 
 if TYPE_CHECKING:
@@ -120,7 +121,9 @@ class PostgresIdentityStore:
                 " WHERE principal = %s AND host = %s AND port = %s",
                 (self.principal, host, port),
             )
-            return _best([_decode(row) for row in await cursor.fetchall()], host, port, path)
+            return best_identity(
+                [_decode(row) for row in await cursor.fetchall()], host, port, path
+            )
 
         return self._runner.call(work)
 
@@ -130,7 +133,7 @@ class PostgresIdentityStore:
         L{CertificateExists} when that exact scope has one already.
         """
         try:
-            _check_scope(host, port)
+            check_scope(host, port)
             scope = normalise_scope(path)
             identity, cert_pem, key_pem = mint_identity(host, port, scope, now)
         except (TypeError, ValueError) as e:
@@ -169,7 +172,7 @@ class PostgresIdentityStore:
                 raise StateUnavailable(
                     message="Another process changed that identity meanwhile.", temporary=True
                 )
-            raise _exists(_decode(row))
+            raise exists_error(_decode(row))
 
         return self._runner.call(work)
 
@@ -202,7 +205,7 @@ class PostgresIdentityStore:
                     " WHERE principal = %s AND host = %s",
                     (self.principal, host),
                 )
-            return _sorted([_decode(row) for row in await cursor.fetchall()])
+            return sorted_identities([_decode(row) for row in await cursor.fetchall()])
 
         return self._runner.call(work)
 
@@ -214,7 +217,7 @@ class PostgresIdentityStore:
         not open its private key.
         """
         try:
-            identity = _identity(identity)
+            identity = as_identity(identity)
         except TypeError as e:
             return fail(e)
 

@@ -1,8 +1,9 @@
-# -*- test-case-name: tests.test_trust_pins -*-
+# -*- test-case-name: tests.test_state_pins -*-
 """
 L{PostgresPinStore}: certificate pins in PostgreSQL, one row per
 (principal, host, port), with the semantics of the file store
-(L{gophergem.trust.pins}); every method returns a L{Deferred}.
+(L{gophergem.state.files.pins}) and the rules of L{gophergem.trust.pins};
+every method returns a L{Deferred}.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from zope.interface import implementer
 
 from gophergem.interfaces import IPinStore
 from gophergem.trust import Pin
-from gophergem.trust.pins import _encode
+from gophergem.trust.pins import encode_pin
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -42,7 +43,7 @@ def _pin(row: tuple[Any, ...]) -> Pin:
 
 
 def _values(principal: str, pin: object) -> tuple[Any, ...]:
-    entry = _encode(pin)  # the file store's validation: TypeError or ValueError
+    entry = encode_pin(pin)  # every pin store's validation: TypeError or ValueError
     return (
         principal,
         entry["host"],

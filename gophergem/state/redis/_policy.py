@@ -49,10 +49,10 @@ from gophergem.interfaces import (
 )
 from gophergem.policy.cache import ResponseCache, weight_of
 from gophergem.policy.pacing import (
-    _FORGET_AFTER,
+    FORGET_SLOW_DOWN_AFTER,
     MAX_SLOW_DOWN_SECONDS,
     MIN_SLOW_DOWN_SECONDS,
-    _seconds_in,
+    slow_down_seconds,
 )
 from gophergem.policy.robots import RobotsFetch
 from gophergem.state.redis._client import RedisClient, run_bounded
@@ -442,12 +442,12 @@ class RedisSlowDownBoard:
 
     def note(self, host: str, port: int, meta: str) -> Deferred[float]:
         """Record a 44 with its C{meta}; fire with the seconds to wait from now."""
-        asked = _seconds_in(meta)
+        asked = slow_down_seconds(meta)
         args = [
             -1 if asked is None else round(asked * 1000),
             round(MIN_SLOW_DOWN_SECONDS * 1000),
             round(MAX_SLOW_DOWN_SECONDS * 1000),
-            round(_FORGET_AFTER * 1000),
+            round(FORGET_SLOW_DOWN_AFTER * 1000),
         ]
         d = self._client.run_script("note", NOTE, [self._key(host, port)], args)
         return d.addCallback(lambda ms: int(ms) / 1000)

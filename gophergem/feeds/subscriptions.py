@@ -1,18 +1,17 @@
-# -*- test-case-name: tests.test_feeds_store -*-
+# -*- test-case-name: tests.test_state_feeds -*-
 """
-Feed subscription stores (L{IFeedStore}): what the user follows and which
-entries of it they have seen.
+The rules of following, whoever keeps the subscriptions: what the user
+follows and which entries of it they have seen, as one document
+(L{FeedDocument}), and the operations on it.
 
-L{FileFeedStore} keeps everything in one JSON document, on the same file
-machinery as the pin store (L{gophergem.trust._storage.DocumentFile}: a
-C{flock} per change, atomic replace, lock-free reads that create nothing,
-a file that is not a valid store refused and left alone), so several
-gophergem processes can share it and a crash never tears it.
-L{MemoryFeedStore} keeps the same document in a dictionary, for tests and
-library users; both run the same operations on it, so they answer alike
-(C{tests/test_feeds_store.py} runs one contract test against both).
-The values they answer with live in L{gophergem.feeds.values} (this module
-re-exports them).
+L{DocumentFeedStore} answers the L{IFeedStore} methods over such a document
+wherever it is kept: the file store (L{gophergem.state.files.FileFeedStore},
+one JSON file) and the memory store (L{gophergem.state.memory}) are two of
+them, so they answer alike, and the PostgreSQL store
+(L{gophergem.state.postgres}) runs the same operations on the one
+subscription a change touches; C{tests/test_state_feeds.py} runs one
+contract test against all three.  The values they answer with live in
+L{gophergem.feeds.values}.
 
 The rules that make "what's new" useful:
 
@@ -32,29 +31,32 @@ as epoch seconds, so nothing here reads a clock.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import attrs
-from zope.interface import implementer
 
 from gophergem._time import format_utc, parse_utc
-from gophergem.errors import FeedStoreUnavailable, InvalidRequest
+from gophergem.errors import InvalidRequest
 from gophergem.feeds.values import FeedEntry, StoredEntry, Subscription
-from gophergem.interfaces import IFeedStore
-from gophergem.trust._storage import LOCK_TIMEOUT, DocumentFile
 
 __all__ = [
     "MAX_ENTRIES_PER_FEED",
     "MAX_SUBSCRIPTIONS",
-    "FeedEntry",
-    "FileFeedStore",
-    "MemoryFeedStore",
-    "StoredEntry",
-    "Subscription",
+    "DocumentFeedStore",
+    "FeedDocument",
+    "check_document",
+    "entry_pairs",
+    "entry_time",
+    "found_entries",
+    "optional_text",
     "parse_since",
+    "record_check_in",
+    "required_text",
+    "stored_entry",
+    "subscribe_in",
+    "utc_stamp",
 ]
 
 #: The most subscriptions one store holds; one more is refused.
@@ -63,26 +65,25 @@ MAX_SUBSCRIPTIONS = 1000
 #: The most entries remembered per feed; past it the oldest read ones go.
 MAX_ENTRIES_PER_FEED = 2000
 
-_KIND = "gophergem-feeds"
-_NOUN = "feed subscription store"
-_FOREIGN = "Point the feed store setting at a new file."
-
 _CANONICAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 _T = TypeVar("_T")
 
-# A subscription as the document holds it (keyed by its URL):
-#   {"title": str | None, "feed_type": str, "added": time,
-#    "last_checked": time | None, "last_error": str | None,
-#    "entries": {entry URL: {"title": str, "published": time | None,
-#                            "first_seen": time, "read": bool}}}
-_Document = dict[str, Any]
+FeedDocument = dict[str, Any]
+"""
+Every subscription of one store, keyed by its URL, each held as::
+
+    {"title": str | None, "feed_type": str, "added": time,
+     "last_checked": time | None, "last_error": str | None,
+     "entries": {entry URL: {"title": str, "published": time | None,
+                             "first_seen": time, "read": bool}}}
+"""
 
 
 # -- times ------------------------------------------------------------------------------
 
 
-def _stamp(now: float) -> str:
+def utc_stamp(now: float) -> str:
     """The ISO 8601 text of C{now} (epoch seconds), refusing what is no time."""
     if isinstance(now, bool) or not isinstance(now, int | float):
         raise TypeError("now must be a number of seconds")
@@ -106,7 +107,13 @@ def _is_time(value: object) -> bool:
 # -- validating what comes in ---------------------------------------------------------------
 
 
-def _text(value: object, name: str, *, empty: bool = False) -> str:
+def required_text(value: object, name: str, *, empty: bool = False) -> str:
+    """
+    C{value}, checked to be text (non-empty unless C{empty}).
+
+    @raise TypeError: When it is not text; the message names C{name}.
+    @raise ValueError: When it is empty and may not be.
+    """
     if not isinstance(value, str):
         raise TypeError(f"{name} must be text, not {type(value).__name__}")
     if not value and not empty:
@@ -114,16 +121,17 @@ def _text(value: object, name: str, *, empty: bool = False) -> str:
     return value
 
 
-def _optional_text(value: object, name: str) -> str | None:
-    return None if value is None else _text(value, name, empty=True)
+def optional_text(value: object, name: str) -> str | None:
+    """C{value}, checked to be C{None} or text (see L{required_text})."""
+    return None if value is None else required_text(value, name, empty=True)
 
 
-def _found(entries: Iterable[FeedEntry]) -> list[tuple[str, str, str | None]]:
+def found_entries(entries: Iterable[FeedEntry]) -> list[tuple[str, str, str | None]]:
     """The C{(url, title, published)} of each entry, the first of each URL only."""
     seen: dict[str, tuple[str, str, str | None]] = {}
     for entry in entries:
-        url = _text(getattr(entry, "url", None), "an entry's url")
-        title = _text(getattr(entry, "title", None), "an entry's title", empty=True)
+        url = required_text(getattr(entry, "url", None), "an entry's url")
+        title = required_text(getattr(entry, "title", None), "an entry's title", empty=True)
         published = getattr(entry, "published", None)
         if published is not None:
             published = parse_utc(published)
@@ -131,11 +139,14 @@ def _found(entries: Iterable[FeedEntry]) -> list[tuple[str, str, str | None]]:
     return list(seen.values())
 
 
-def _pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+def entry_pairs(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """C{items} as a list of C{(feed_url, entry_url)}, each checked to be text."""
     pairs = []
     for item in items:
         feed_url, entry_url = item
-        pairs.append((_text(feed_url, "a feed url"), _text(entry_url, "an entry url")))
+        pairs.append(
+            (required_text(feed_url, "a feed url"), required_text(entry_url, "an entry url"))
+        )
     return pairs
 
 
@@ -159,7 +170,7 @@ def parse_since(since: str | None) -> str | None:
 # -- the document ---------------------------------------------------------------------------
 
 
-def _check_document(document: _Document) -> None:
+def check_document(document: FeedDocument) -> None:
     """Refuse a document that is not exactly what the stores write."""
     for url, record in document.items():
         if not url:
@@ -208,7 +219,8 @@ def _subscription(url: str, record: dict[str, Any]) -> Subscription:
     )
 
 
-def _stored(url: str, entry: dict[str, Any]) -> StoredEntry:
+def stored_entry(url: str, entry: dict[str, Any]) -> StoredEntry:
+    """The L{StoredEntry} of the document's C{entry} at C{url}."""
     return StoredEntry(
         url=url,
         title=entry["title"],
@@ -218,7 +230,7 @@ def _stored(url: str, entry: dict[str, Any]) -> StoredEntry:
     )
 
 
-def _when(entry: dict[str, Any]) -> str:
+def entry_time(entry: dict[str, Any]) -> str:
     """When an entry happened: its date, else when it was first seen."""
     published: str | None = entry["published"]
     return published if published is not None else entry["first_seen"]
@@ -229,23 +241,33 @@ def _bound(entries: dict[str, Any]) -> None:
     excess = len(entries) - MAX_ENTRIES_PER_FEED
     if excess <= 0:
         return
-    order = sorted(entries, key=lambda url: (not entries[url]["read"], _when(entries[url]), url))
+    order = sorted(
+        entries, key=lambda url: (not entries[url]["read"], entry_time(entries[url]), url)
+    )
     for url in order[:excess]:
         del entries[url]
 
 
 # Each operation below validates all of its arguments before it changes the
-# document, so a refused call changes nothing in either store.
+# document, so a refused call changes nothing in any store.
 
 
-def _subscribe(
-    document: _Document,
+def subscribe_in(
+    document: FeedDocument,
     url: str,
     title: str | None,
     feed_type: str,
     found: list[tuple[str, str, str | None]],
     stamp: str,
 ) -> tuple[Subscription, bool]:
+    """
+    Follow C{url} in C{document}, with C{found} (from L{found_entries}) as
+    its read baseline, at C{stamp} (from L{utc_stamp}); following it again
+    updates the title (when given) and the type.  Return the subscription
+    and whether it is new.
+
+    @raise InvalidRequest: When C{document} holds L{MAX_SUBSCRIPTIONS}.
+    """
     record = document.get(url)
     if record is not None:
         if title is not None:
@@ -274,13 +296,18 @@ def _subscribe(
     return _subscription(url, record), True
 
 
-def _record_check(
-    document: _Document,
+def record_check_in(
+    document: FeedDocument,
     url: str,
     found: list[tuple[str, str, str | None]],
     stamp: str,
     error: str | None,
 ) -> list[StoredEntry]:
+    """
+    Record in C{document} one check of C{url} at C{stamp}: its error, or
+    the entries C{found}.  Return the entries that are new or changed (now
+    unread); C{[]} when C{url} is not followed.
+    """
     record = document.get(url)
     if record is None:
         return []
@@ -305,11 +332,13 @@ def _record_check(
             continue
         changed.append(entry_url)
     _bound(entries)
-    return [_stored(entry_url, entries[entry_url]) for entry_url in changed if entry_url in entries]
+    return [
+        stored_entry(entry_url, entries[entry_url]) for entry_url in changed if entry_url in entries
+    ]
 
 
 def _unread(
-    document: _Document, url: str | None, since: str | None
+    document: FeedDocument, url: str | None, since: str | None
 ) -> list[tuple[Subscription, StoredEntry]]:
     feeds = sorted(document) if url is None else [url] if url in document else []
     picked: list[tuple[str, Subscription, StoredEntry]] = []
@@ -317,14 +346,14 @@ def _unread(
         record = document[feed_url]
         subscription = _subscription(feed_url, record)
         for entry_url, entry in sorted(record["entries"].items()):
-            when = _when(entry)
+            when = entry_time(entry)
             if not entry["read"] or (since is not None and when > since):
-                picked.append((when, subscription, _stored(entry_url, entry)))
+                picked.append((when, subscription, stored_entry(entry_url, entry)))
     picked.sort(key=lambda item: item[0], reverse=True)  # stable: ties stay by URL
     return [(subscription, entry) for _, subscription, entry in picked]
 
 
-def _mark_read(document: _Document, pairs: list[tuple[str, str]]) -> int:
+def _mark_read(document: FeedDocument, pairs: list[tuple[str, str]]) -> int:
     changed = 0
     for feed_url, entry_url in pairs:
         record = document.get(feed_url)
@@ -339,16 +368,17 @@ def _mark_read(document: _Document, pairs: list[tuple[str, str]]) -> int:
 
 
 @attrs.define
-class _Operations:
+class DocumentFeedStore:
     """
-    The L{IFeedStore} methods, over a document reached through two
-    callables: C{_view} reads it, C{_update} changes it (atomically).
+    The L{IFeedStore} methods over one L{FeedDocument}, wherever it is
+    kept: a subclass says how it is read (C{_view}) and changed, atomically
+    (C{_update}).
     """
 
-    def _view(self, inspect: Callable[[_Document], _T]) -> _T:
+    def _view(self, inspect: Callable[[FeedDocument], _T]) -> _T:
         raise NotImplementedError
 
-    def _update(self, change: Callable[[_Document], _T]) -> _T:
+    def _update(self, change: Callable[[FeedDocument], _T]) -> _T:
         raise NotImplementedError
 
     def subscribe(
@@ -367,13 +397,13 @@ class _Operations:
 
         @raise InvalidRequest: When the store holds L{MAX_SUBSCRIPTIONS}.
         """
-        url = _text(url, "url")
-        title = _optional_text(title, "title")
-        feed_type = _text(feed_type, "feed_type")
-        found = _found(entries)
-        stamp = _stamp(now)
+        url = required_text(url, "url")
+        title = optional_text(title, "title")
+        feed_type = required_text(feed_type, "feed_type")
+        found = found_entries(entries)
+        stamp = utc_stamp(now)
         return self._update(
-            lambda document: _subscribe(document, url, title, feed_type, found, stamp)
+            lambda document: subscribe_in(document, url, title, feed_type, found, stamp)
         )
 
     def unsubscribe(self, url: str) -> bool:
@@ -405,11 +435,11 @@ class _Operations:
         are new or changed (now unread), in the order given; C{[]} when
         C{url} is not followed (any more).
         """
-        url = _text(url, "url")
-        found = _found(entries)
-        stamp = _stamp(now)
-        error = _optional_text(error, "error")
-        return self._update(lambda document: _record_check(document, url, found, stamp, error))
+        url = required_text(url, "url")
+        found = found_entries(entries)
+        stamp = utc_stamp(now)
+        error = optional_text(error, "error")
+        return self._update(lambda document: record_check_in(document, url, found, stamp, error))
 
     def unread(
         self, url: str | None = None, since: str | None = None
@@ -429,66 +459,5 @@ class _Operations:
         Mark entries read, named by C{(feed_url, entry_url)}; unknown ones
         are skipped.  Return how many were unread.
         """
-        pairs = _pairs(items)
+        pairs = entry_pairs(items)
         return self._update(lambda document: _mark_read(document, pairs))
-
-
-@implementer(IFeedStore)
-@attrs.define
-class FileFeedStore(_Operations):
-    """
-    Subscriptions in one JSON file, safe for several processes and for crashes.
-
-    Every change is made under a lock and replaces the file whole, so
-    processes sharing the file see each other's changes at once and lose
-    none; a read takes no lock and creates nothing.  Every method raises
-    L{FeedStoreUnavailable} when the file cannot be locked, read or written,
-    or is not a valid feed store (which is left as it is; see
-    C{docs/stores.md}).
-
-    @ivar path: The JSON file; its parent directory is created (mode 0700)
-        when missing.
-    @ivar lock_timeout: Seconds to wait for another process's lock.
-    @ivar prepare: Called before the first change creates the store's
-        directory (see L{DocumentFile.prepare}).
-    """
-
-    path: str | os.PathLike[str]
-    lock_timeout: float = LOCK_TIMEOUT
-    prepare: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
-    _file: DocumentFile = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self._file = DocumentFile(
-            self.path,
-            kind=_KIND,
-            noun=_NOUN,
-            check=_check_document,
-            lock_timeout=self.lock_timeout,
-            prepare=self.prepare,
-            error=FeedStoreUnavailable,
-            foreign_next_step=_FOREIGN,
-        )
-
-    def _view(self, inspect: Callable[[_Document], _T]) -> _T:
-        return self._file.view(inspect)
-
-    def _update(self, change: Callable[[_Document], _T]) -> _T:
-        return self._file.update(change)
-
-
-@implementer(IFeedStore)
-@attrs.define
-class MemoryFeedStore(_Operations):
-    """
-    Subscriptions in a dictionary: the same contract as L{FileFeedStore},
-    without a file, for tests and for library users who keep nothing.
-    """
-
-    _document: _Document = attrs.field(factory=dict, init=False)
-
-    def _view(self, inspect: Callable[[_Document], _T]) -> _T:
-        return inspect(self._document)
-
-    def _update(self, change: Callable[[_Document], _T]) -> _T:
-        return change(self._document)

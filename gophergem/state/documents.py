@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_trust_pins -*-
+# -*- test-case-name: tests.test_state_pins -*-
 """
 The file machinery under the file stores: one JSON document in one file,
 shared safely by several processes and surviving crashes.

@@ -1,6 +1,8 @@
 """
-Tests for L{gophergem.feeds.store}: one contract class runs against both
-providers; the file store's own guarantees (damaged, foreign and newer
+Tests for the feed stores (L{gophergem.state.files.feeds},
+L{gophergem.state.memory}, L{gophergem.state.postgres}) and their rules
+(L{gophergem.feeds.subscriptions}): one contract class runs against every
+provider; the file store's own guarantees (damaged, foreign and newer
 files, locks, real processes sharing it, a writer killed mid-write) follow.
 """
 
@@ -25,18 +27,15 @@ from hypothesis import strategies as st
 from zope.interface.verify import verifyObject
 
 from gophergem.errors import FeedStoreUnavailable, GophergemError, InvalidRequest
-from gophergem.feeds import store as store_module
-from gophergem.feeds.store import (
-    MAX_SUBSCRIPTIONS,
-    FileFeedStore,
-    MemoryFeedStore,
-    StoredEntry,
-    Subscription,
-)
+from gophergem.feeds import subscriptions as store_module
+from gophergem.feeds.subscriptions import MAX_SUBSCRIPTIONS
+from gophergem.feeds.values import StoredEntry, Subscription
 from gophergem.interfaces import IFeedStore
-from gophergem.trust import _storage
+from gophergem.state import documents
+from gophergem.state.files import FileFeedStore
+from gophergem.state.memory import MemoryFeedStore
 from tests.servers.postgres import wait
-from tests.test_trust_pins import SHORT_WAIT, LogEvents, hold_lock
+from tests.test_state_pins import SHORT_WAIT, LogEvents, hold_lock
 from tests.test_trust_processes import go
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +68,7 @@ def post(n: int, day: int | None = None, title: str | None = None) -> Entry:
 def events(monkeypatch: pytest.MonkeyPatch) -> LogEvents:
     """Every event the file machinery logs."""
     found = LogEvents()
-    monkeypatch.setattr(_storage.log, "observer", found.append)
+    monkeypatch.setattr(documents.log, "observer", found.append)
     return found
 
 
@@ -713,7 +712,7 @@ class TestFileFeedStore:
 # feed holding its entries 0..i, printing the URLs the check reported new.
 _SHARER = """
 import sys
-from gophergem.feeds.store import FileFeedStore
+from gophergem.state.files import FileFeedStore
 
 class Entry:
     def __init__(self, url):
@@ -738,7 +737,7 @@ for i in range(count):
 # check of the main feed adding entry i; prints i once both have returned.
 _VICTIM = """
 import sys
-from gophergem.feeds.store import FileFeedStore
+from gophergem.state.files import FileFeedStore
 
 class Entry:
     def __init__(self, url):

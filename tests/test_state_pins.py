@@ -1,9 +1,10 @@
 """
-Tests for L{gophergem.trust.pins}, the file machinery under it
-(L{gophergem.trust._storage}) and the default locations
-(L{gophergem.trust.paths}).
+Tests for the pin stores (L{gophergem.state.files.pins},
+L{gophergem.state.memory}, L{gophergem.state.postgres}) and their rules
+(L{gophergem.trust.pins}), with the file machinery under them
+(L{gophergem.state.documents}).
 
-One contract class runs against both providers; the file store's own
+One contract class runs against every provider; the file store's own
 guarantees (modes, damaged files, locks, failed writes) follow it.
 """
 
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -28,14 +29,10 @@ from zope.interface.verify import verifyObject
 
 from gophergem.errors import CertificateStoreUnavailable
 from gophergem.interfaces import IPinStore
-from gophergem.trust import Pin, _storage
-from gophergem.trust.paths import (
-    default_data_dir,
-    gopher_mcp_pin_paths,
-    identity_store_dir,
-    pin_store_path,
-)
-from gophergem.trust.pins import FilePinStore, MemoryPinStore
+from gophergem.state import documents
+from gophergem.state.files import FilePinStore
+from gophergem.state.memory import MemoryPinStore
+from gophergem.trust import Pin
 from tests.servers.postgres import wait
 
 SHORT_WAIT = 0.2  # lock timeout for tests that expect a timeout
@@ -92,7 +89,7 @@ class LogEvents(list[dict[str, Any]]):
 def events(monkeypatch: pytest.MonkeyPatch) -> LogEvents:
     """Every event the trust stores log."""
     found = LogEvents()
-    monkeypatch.setattr(_storage.log, "observer", found.append)
+    monkeypatch.setattr(documents.log, "observer", found.append)
     return found
 
 
@@ -501,69 +498,3 @@ class TestFilePinStore:
         FilePinStore(path).put(make_pin())
         assert not leftover.exists()
         assert unrelated.exists()
-
-
-class TestPaths:
-    """Where the stores live when nothing is configured (SPEC §5, Stores)."""
-
-    def test_xdg(self) -> None:
-        """An absolute XDG_DATA_HOME wins on every platform."""
-        environ = {"XDG_DATA_HOME": "/xdg", "HOME": "/home/u"}
-        assert default_data_dir(environ, "linux") == PurePosixPath("/xdg/gophergem")
-        assert default_data_dir(environ, "darwin") == PurePosixPath("/xdg/gophergem")
-
-    def test_relative_xdg_ignored(self) -> None:
-        """A relative XDG_DATA_HOME is invalid (XDG spec) and ignored."""
-        environ = {"XDG_DATA_HOME": "rel", "HOME": "/home/u"}
-        assert default_data_dir(environ, "linux") == PurePosixPath("/home/u/.local/share/gophergem")
-
-    def test_platform_defaults(self) -> None:
-        """Linux, macOS and Windows each have their own default."""
-        home = {"HOME": "/home/u"}
-        assert default_data_dir(home, "linux") == PurePosixPath("/home/u/.local/share/gophergem")
-        assert default_data_dir(home, "darwin") == PurePosixPath(
-            "/home/u/Library/Application Support/gophergem"
-        )
-        windows = {"LOCALAPPDATA": r"C:\Users\u\AppData\Local", "USERPROFILE": r"C:\Users\u"}
-        assert default_data_dir(windows, "win32") == PureWindowsPath(
-            r"C:\Users\u\AppData\Local\gophergem"
-        )
-        assert default_data_dir({"USERPROFILE": r"C:\Users\u"}, "win32") == PureWindowsPath(
-            r"C:\Users\u\AppData\Local\gophergem"
-        )
-
-    def test_no_home(self) -> None:
-        """Without any home directory the error names the settings to use."""
-        with pytest.raises(ValueError, match="GEMINI_TOFU_STORAGE_PATH"):
-            default_data_dir({}, "win32")
-
-    def test_store_locations(self) -> None:
-        """Pins default to tofu.json and identities to client_certs/ in the data directory."""
-        environ = {"HOME": "/home/u"}
-        data = PurePosixPath("/home/u/.local/share/gophergem")
-        assert pin_store_path(None, environ, "linux") == data / "tofu.json"
-        assert identity_store_dir(None, environ, "linux") == data / "client_certs"
-
-    def test_configured(self) -> None:
-        """A configured path is used as given, with ~ standing for home."""
-        environ = {"HOME": "/home/u"}
-        assert pin_store_path("/srv/pins.json", environ, "linux") == PurePosixPath("/srv/pins.json")
-        assert pin_store_path("~/pins.json", environ, "linux") == PurePosixPath("/home/u/pins.json")
-        assert identity_store_dir("~", environ, "linux") == PurePosixPath("/home/u")
-        assert identity_store_dir(r"~\certs", {"USERPROFILE": r"C:\U"}, "win32") == (
-            PureWindowsPath(r"C:\U\certs")
-        )
-
-    def test_real_environment(self) -> None:
-        """The defaults work on this machine's own environment and platform."""
-        assert Path(os.fspath(pin_store_path(None, os.environ))).is_absolute()
-
-    def test_gopher_mcp_locations(self) -> None:
-        """gopher-mcp's own data directory comes first, then the legacy ~/.gemini."""
-        assert gopher_mcp_pin_paths({"HOME": "/home/u"}, "linux") == [
-            PurePosixPath("/home/u/.local/share/gopher-mcp/tofu.json"),
-            PurePosixPath("/home/u/.gemini/tofu.json"),
-        ]
-        assert gopher_mcp_pin_paths({"HOME": "/h", "XDG_DATA_HOME": "/x"}, "linux")[0] == (
-            PurePosixPath("/x/gopher-mcp/tofu.json")
-        )

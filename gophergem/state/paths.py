@@ -1,6 +1,6 @@
-# -*- test-case-name: tests.test_trust_pins -*-
+# -*- test-case-name: tests.test_state_paths -*-
 """
-Where the trust stores live by default (SPEC §5, "Stores").
+Where the file stores live by default (SPEC §5, "Stores").
 
 Pure functions of the environment and the platform name, so every branch
 is testable on any machine; nothing here creates a directory.

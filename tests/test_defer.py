@@ -1,10 +1,10 @@
-"""Tests for L{gophergem.state}: turning a store's answer into a Deferred."""
+"""Tests for L{gophergem._defer}: turning a store's answer into a Deferred."""
 
 from __future__ import annotations
 
 from twisted.internet.defer import Deferred
 
-from gophergem.state import settle
+from gophergem._defer import settle
 
 
 def test_a_value_becomes_a_fired_deferred() -> None:

@@ -1,7 +1,8 @@
 # -*- test-case-name: tests.test_state_files -*-
 """
 The embedded state of one machine: L{FileState}, the file stores per
-principal.
+principal, and the stores themselves (L{FilePinStore}, L{FileIdentityStore},
+L{FileFeedStore}).
 
 A daemon with authentication serves several people.  Their client
 identities and their subscriptions (with what they have read) are theirs
@@ -37,15 +38,23 @@ from typing import Any
 
 import attrs
 from twisted.internet.defer import Deferred, succeed
+from zope.interface import implementer
 
 from gophergem.config import Config
-from gophergem.feeds.store import FileFeedStore
-from gophergem.interfaces import IFeedStore, IIdentityStore, IPinStore
-from gophergem.trust.identities import FileIdentityStore
-from gophergem.trust.paths import feed_store_path, identity_store_dir, pin_store_path
-from gophergem.trust.pins import FilePinStore
+from gophergem.interfaces import IFeedStore, IIdentityStore, IPinStore, IStateBackend
+from gophergem.state.files.feeds import FileFeedStore
+from gophergem.state.files.identities import FileIdentityStore
+from gophergem.state.files.pins import FilePinStore
+from gophergem.state.paths import feed_store_path, identity_store_dir, pin_store_path
 
-__all__ = ["PRINCIPAL_FILE", "FileState", "principal_key"]
+__all__ = [
+    "PRINCIPAL_FILE",
+    "FileFeedStore",
+    "FileIdentityStore",
+    "FilePinStore",
+    "FileState",
+    "principal_key",
+]
 
 PRINCIPAL_FILE = "PRINCIPAL"
 """The file in a principal's directory that holds the principal's text."""
@@ -74,6 +83,7 @@ def _claim(path: Path, principal: str) -> None:
         os.replace(temporary, marker)
 
 
+@implementer(IStateBackend)
 @attrs.define
 class FileState:
     """

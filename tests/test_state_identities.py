@@ -1,6 +1,8 @@
 """
-Tests for L{gophergem.trust.identities}: one contract class for both
-providers, then what the file store guarantees about its files.
+Tests for the identity stores (L{gophergem.state.files.identities},
+L{gophergem.state.memory}, L{gophergem.state.postgres}) and their rules
+(L{gophergem.trust.identities}): one contract class for every provider, then
+what the file store guarantees about its files.
 """
 
 from __future__ import annotations
@@ -26,16 +28,14 @@ from zope.interface.verify import verifyObject
 
 from gophergem.errors import CertificateExists, CertificateStoreUnavailable
 from gophergem.interfaces import IIdentityStore
-from gophergem.trust import Identity, _storage
-from gophergem.trust._storage import DocumentFile
-from gophergem.trust.identities import (
-    FileIdentityStore,
-    MemoryIdentityStore,
-    mint_identity,
-    normalise_scope,
-)
+from gophergem.state import documents
+from gophergem.state.documents import DocumentFile
+from gophergem.state.files import FileIdentityStore
+from gophergem.state.memory import MemoryIdentityStore
+from gophergem.trust import Identity
+from gophergem.trust.identities import mint_identity, normalise_scope
 from tests.servers.postgres import wait
-from tests.test_trust_pins import SHORT_WAIT, hold_lock
+from tests.test_state_pins import SHORT_WAIT, hold_lock
 
 NOW = 1_700_000_000.25
 HOST = "gem.example"
@@ -321,14 +321,14 @@ class TestFileIdentityStore:
         directory = tmp_path / "client_certs"
         store = FileIdentityStore(directory)
         store.create(HOST, 1965, "/", NOW)
-        real = _storage.write_atomically
+        real = documents.write_atomically
 
         def failing(path: Path, data: bytes) -> None:
             if path.name.endswith(".key.pem"):
                 raise OSError(28, "No space left on device")
             real(path, data)
 
-        monkeypatch.setattr(_storage, "write_atomically", failing)
+        monkeypatch.setattr(documents, "write_atomically", failing)
         with pytest.raises(CertificateStoreUnavailable):
             store.create(HOST, 1965, "/app/", NOW)
         monkeypatch.undo()
@@ -344,14 +344,14 @@ class TestFileIdentityStore:
         directory = tmp_path / "client_certs"
         store = FileIdentityStore(directory)
         kept = store.create(HOST, 1965, "/", NOW)
-        real = _storage.write_atomically
+        real = documents.write_atomically
 
         def crash(path: Path, data: bytes) -> None:
             if path.name == "identities.json":
                 raise OSError(5, "Input/output error")
             real(path, data)
 
-        monkeypatch.setattr(_storage, "write_atomically", crash)
+        monkeypatch.setattr(documents, "write_atomically", crash)
         with pytest.raises(CertificateStoreUnavailable):
             store.create(HOST, 1965, "/app/", NOW)
         monkeypatch.undo()
