@@ -1,8 +1,9 @@
 """
 The shape of the package, checked by reading every module's source: the
 import layering of STYLE.md and docs/architecture.md, no import cycles, no
-reach into another package's C{_private} modules or names, and
-C{test-case-name} headers that name test modules which exist.
+reach into another package's C{_private} modules or names,
+C{test-case-name} headers that name test modules which exist, and no
+docstring or comment citing a file that is not there.
 
 Imports are read from the AST and sorted by where they sit:
 
@@ -625,3 +626,86 @@ def test_no_reach_into_another_packages_privates() -> None:
     assert not new, new
     gone = sorted(AWAITING_RESHAPE - found.keys())
     assert not gone, f"no longer violations, remove from AWAITING_RESHAPE: {gone}"
+
+
+# --- what docstrings and comments cite exists -----------------------------------------------
+
+REPOSITORY = PACKAGE.parent
+
+#: A file of the repository cited by its path: C{tests/test_x.py},
+#: C{docs/x.md}, C{bench/x.py}, C{gophergem/wire/gopher.py}, or a path inside
+#: the package as its docstrings write them (C{trust/pins.py}).
+_CITED_PATH = re.compile(
+    r"(?<![\w./-])(?P<path>(?:gophergem|tests|docs|bench|tac|"
+    + "|".join(sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()))
+    + r")/[\w./-]*\w\.(?:py|md|json|tac|toml|cjs))\b"
+)
+
+#: A test module (or its helpers) cited by its dotted name.
+_CITED_TEST_MODULE = re.compile(r"(?<![\w.])tests(?:\.\w+)+")
+
+
+def sources() -> list[Path]:
+    """
+    The Python sources of the repository that cite files: package, tests,
+    bench, tac; all but this module, whose examples cite missing files on
+    purpose.
+    """
+    found = [
+        *PACKAGE.rglob("*.py"),
+        *TESTS.rglob("*.py"),
+        *(REPOSITORY / "bench").rglob("*.py"),
+        *(REPOSITORY / "tac").glob("*.tac"),
+    ]
+    return sorted(path for path in found if path != Path(__file__))
+
+
+def _test_module_exists(dotted: str) -> bool:
+    """Whether C{tests.a.b} names a module or package (what follows the module is its names)."""
+    where = REPOSITORY
+    for part in dotted.split("."):
+        if (where / f"{part}.py").is_file():
+            return True
+        if not (where / part / "__init__.py").is_file():
+            return False
+        where = where / part
+    return True
+
+
+def missing_citations(text: str) -> list[str]:
+    """The files and test modules C{text} cites that are not in the repository."""
+    missing = [
+        match["path"]
+        for match in _CITED_PATH.finditer(text)
+        if not (REPOSITORY / match["path"]).exists() and not (PACKAGE / match["path"]).exists()
+    ]
+    missing += [
+        match[0] for match in _CITED_TEST_MODULE.finditer(text) if not _test_module_exists(match[0])
+    ]
+    return missing
+
+
+def test_citation_reader() -> None:
+    """Paths and dotted test modules are read as citations, URLs and home paths are not."""
+    text = """
+    See tests/test_layers.py, tests/test_gone.py, docs/testing.md, docs/gone.md,
+    gophergem/wire/gopher.py, wire/gone.py, trust/pins.py, bench/bench_gopher.py,
+    gophergem/mcp/ready_answers.json, tests.test_layers.headers, tests.servers.postgres,
+    tests.test_gone, gopher://example.org/0/docs/x.md, /srv/tests/x.py, ~/docs/y.md.
+    """
+    assert missing_citations(text) == [
+        "tests/test_gone.py",
+        "docs/gone.md",
+        "wire/gone.py",
+        "tests.test_gone",
+    ]
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_cited_files_exist(path: Path) -> None:
+    """
+    Every file a docstring, comment or header cites by its path (and every
+    test module cited by its dotted name) exists: a move updates its citations.
+    """
+    missing = missing_citations(path.read_text(encoding="utf-8"))
+    assert not missing, f"{path.relative_to(REPOSITORY)} cites what is not there: {missing}"
