@@ -35,9 +35,8 @@ from gophergem.feeds.store import (
 )
 from gophergem.interfaces import IFeedStore
 from gophergem.trust import _storage
+from tests.helpers.trust import SHORT_WAIT, LogEvents, go, hold_lock
 from tests.servers.postgres import wait
-from tests.test_trust_pins import SHORT_WAIT, LogEvents, hold_lock
-from tests.test_trust_processes import go
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ from gophergem.testing import (
 )
 from gophergem.trust.identities import FileIdentityStore, MemoryIdentityStore
 from gophergem.trust.pins import FilePinStore, MemoryPinStore
-from tests.test_fetcher_gopher import HOST_IP, MENU
+from tests.helpers.fetcher import HOST_IP, MENU
 
 
 @pytest.fixture

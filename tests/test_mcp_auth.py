@@ -32,10 +32,8 @@ from gophergem.mcp.auth import (
     require_token,
 )
 from gophergem.mcp.server import build_server
-from tests.web_helpers import Wire, request_bytes, run, until
-
-URL = "http://127.0.0.1:8000/mcp"
-OFFLINE = Config()
+from tests.helpers.mcp_auth import OFFLINE, URL, authed_site, bearer, exchange, idp_site, provider
+from tests.helpers.web import request_bytes
 
 
 @pytest.fixture
@@ -221,37 +219,8 @@ def test_metadata_document() -> None:
 # --- the site ------------------------------------------------------------------------------------
 
 
-def authed_site(verifier: Any, auth: Any) -> Any:
-    """An offline server behind C{verifier}, as the daemon's site on loopback port 8000."""
-    server = build_server(
-        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
-        OFFLINE,
-        token_verifier=verifier,
-        auth=auth,
-    )
-    site, _ = service.build_site(
-        server,
-        OFFLINE,
-        MemoryReactorClock(),
-        security=service.endpoint_security("tcp:8000:interface=127.0.0.1"),
-        token_verifier=verifier,
-    )
-    return site
-
-
 def site_with_auth(tokens_path: Path) -> Any:
     return authed_site(TokenFileVerifier.from_path(str(tokens_path), URL), auth_settings(URL))
-
-
-def exchange(site: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
-    async def body() -> tuple[int, dict[str, str], bytes]:
-        wire = Wire(site)
-        wire.send(raw)
-        await until(lambda: b"\r\n\r\n" in wire.value())
-        status, headers = wire.head()
-        return status, headers, wire.body()
-
-    return run(body)
 
 
 def test_site_serves_the_metadata_and_health(tokens_path: Path) -> None:
@@ -296,36 +265,13 @@ def test_access_log_has_no_token(tokens_path: Path) -> None:
 
 # --- identity providers: JWT, introspection, the combination -----------------------------------
 
-from gophergem.auth.jwt import JWTVerifier  # noqa: E402
 from gophergem.mcp.auth import (  # noqa: E402
     CombinedVerifier,
-    ProviderVerifier,
     looks_like_jwt,
     principal_of,
     verifier_from_config,
 )
-from tests.idp_helpers import (  # noqa: E402
-    AUDIENCE,
-    ISSUER,
-    RSA_KEY,
-    FakeAgent,
-    idp_routes,
-    jwk_of,
-    mint,
-)
-
-
-def provider(agent: FakeAgent) -> ProviderVerifier:
-    import time
-
-    from twisted.internet.task import Clock
-
-    clock = Clock()
-    clock.advance(time.time())
-    check = JWTVerifier(
-        issuer=ISSUER, audiences=(AUDIENCE,), algorithms=("RS256",), agent=agent, clock=clock
-    )
-    return ProviderVerifier(check, AUDIENCE)
+from tests.helpers.idp import AUDIENCE, ISSUER, RSA_KEY, FakeAgent, idp_routes, jwk_of, mint  # noqa: E402
 
 
 def test_provider_access_token() -> None:
@@ -457,18 +403,6 @@ def test_required_scopes() -> None:
 
 
 # --- the site with an identity provider -----------------------------------------------------------
-
-
-def idp_site(agent: FakeAgent, tokens_path: Path | None = None) -> Any:
-    verifier = CombinedVerifier(
-        TokenFileVerifier.from_path(str(tokens_path), URL) if tokens_path else None,
-        provider(agent),
-    )
-    return authed_site(verifier, auth_settings(URL, issuer=ISSUER))
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def test_discovery_drill_down_needs_a_token() -> None:

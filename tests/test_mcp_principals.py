@@ -21,9 +21,9 @@ from gophergem.mcp import auth
 from gophergem.mcp.principals import Principals
 from gophergem.mcp.server import PrincipalBus, build_server
 from gophergem.testing import MemoryNetwork
-from tests.mcp_helpers import run_with_network
-from tests.test_mcp_gemini import Asker, capsule, data, error_code
-from tests.test_state_files import file_state
+from tests.helpers.mcp import run_with_network
+from tests.helpers.mcp_gemini import Asker, capsule, data, error_code
+from tests.helpers.state import file_state
 
 ALICE = "token:alice"
 BOB = "token:bob"

@@ -40,7 +40,7 @@ from gophergem.mcp.secret_page import (
     parse_form,
 )
 from gophergem.mcp.web import transport_security
-from tests.web_helpers import http_exchange, loop_reactor, read_head, run
+from tests.helpers.web import http_exchange, loop_reactor, read_head, run
 
 LOCAL = IPv4Address("TCP", "127.0.0.1", 8000)
 PEER = IPv4Address("TCP", "127.0.0.1", 40000)

@@ -30,7 +30,7 @@ from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import MessagePipe, StdioMCPProtocol, classify_line, write_through
 from gophergem.results import FetchFailure, RequestInfo
-from tests.mcp_helpers import network, run_with_network
+from tests.helpers.mcp import network, run_with_network
 
 INIT = {
     "jsonrpc": "2.0",

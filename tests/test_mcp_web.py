@@ -41,7 +41,7 @@ from gophergem.mcp.web import (
     mcp_resource,
     transport_security,
 )
-from tests.web_helpers import (
+from tests.helpers.web import (
     Wire,
     http_exchange,
     listening,

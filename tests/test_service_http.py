@@ -366,7 +366,7 @@ def test_port_in_use_can_exit(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def get_from(site: object, path: str, host: str) -> int:
-    from tests.web_helpers import Wire, run, until
+    from tests.helpers.web import Wire, run, until
 
     async def body() -> int:
         wire = Wire(site)  # type: ignore[arg-type]

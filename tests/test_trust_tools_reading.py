@@ -15,9 +15,9 @@ from gophergem.feeds.follow import Follower
 from gophergem.feeds.store import FileFeedStore
 from gophergem.trust.identities import FileIdentityStore
 from gophergem.trust.pins import FilePinStore
-from tests.test_mcp_feeds import drive
-from tests.test_mcp_feeds import error_code as feed_error_code
-from tests.test_mcp_gemini import STALE, capsule, data, error_code, one, session
+from tests.helpers.mcp_feeds import drive
+from tests.helpers.mcp_feeds import error_code as feed_error_code
+from tests.helpers.mcp_gemini import STALE, capsule, data, error_code, one, session
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"
 OLD = 1_600_000_000_000_000_000
