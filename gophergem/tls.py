@@ -46,9 +46,21 @@ if TYPE_CHECKING:
         | rsa.RSAPrivateKey
     )
 
-__all__ = ["GeminiTLSCreator"]
+__all__ = ["GeminiTLSCreator", "use_private_key"]
 
 log = Logger()
+
+
+def use_private_key(context: SSL.Context, key_pem: bytes) -> None:
+    """
+    Load the unencrypted PEM private key C{key_pem} into C{context}: the one
+    place that hands a key to pyOpenSSL (for the client's certificate here,
+    for the test servers' in L{gophergem.testing}).
+
+    @raise TypeError: The key is of a type pyOpenSSL does not take.
+    """
+    key = load_pem_private_key(key_pem, password=None)
+    context.use_privatekey(cast("_OpenSSLPrivateKey", key))
 
 
 def _fail_closed(callback: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,8 +119,7 @@ class GeminiTLSCreator:
         if self.credentials is not None:
             cert_pem, key_pem = self.credentials
             context.use_certificate(x509.load_pem_x509_certificate(cert_pem))
-            key = load_pem_private_key(key_pem, password=None)
-            context.use_privatekey(cast("_OpenSSLPrivateKey", key))
+            use_private_key(context, key_pem)
         return context
 
     def clientConnectionForTLS(self, tlsProtocol: Any) -> SSL.Connection:

@@ -19,7 +19,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from gophergem.auth.idp import IdentityProviderUnavailable, VerifiedToken
 from gophergem.auth.introspection import CACHE_SECONDS, IntrospectionVerifier, read_secret
-from tests.idp_helpers import AUDIENCE, ISSUER, FakeAgent
+from tests.helpers.idp import AUDIENCE, ISSUER, FakeAgent
 
 URL = "https://idp.example.org/introspect"
 TOKEN = "opaque-token-0123456789"

@@ -19,7 +19,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from gophergem.auth.idp import IdentityProviderUnavailable, VerifiedToken, scopes_of
 from gophergem.auth.jwt import LEEWAY, REFRESH_INTERVAL, JWTVerifier, metadata_urls
-from tests.idp_helpers import (
+from tests.helpers.idp import (
     AUDIENCE,
     EC_KEY,
     ED_KEY,
@@ -205,7 +205,7 @@ class JWTVerifierTests(SynchronousTestCase):
         self.agent.routes[f"{ISSUER}/jwks.json"] = later
         first, second = self.verifier.verify(mint()), self.verifier.verify(mint(sub="bob"))
         assert len(pending) == 1
-        from tests.idp_helpers import FakeResponse
+        from tests.helpers.idp import FakeResponse
 
         pending[0].callback(FakeResponse(200, b'{"keys": []}'))
         assert self.successResultOf(first) is None
@@ -312,7 +312,9 @@ def test_leeway_holds_through_the_http_checks() -> None:
     from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
     from starlette.requests import HTTPConnection
 
-    from tests.test_http_guard import bearer, exchange, idp_site, provider, request_bytes
+    from tests.helpers.mcp_auth import bearer, exchange, idp_site
+    from tests.helpers.mcp_auth import bearer_provider as provider
+    from tests.helpers.web import request_bytes
 
     now = int(time.time())
     recent, old = mint(exp=now - 10), mint(exp=now - 60)

@@ -23,9 +23,9 @@ from gophergem.mcp import server as mcp_server
 from gophergem.mcp.server import PrincipalBus, build_server
 from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import MemoryNetwork
-from tests.mcp_helpers import run_with_network
-from tests.test_mcp_gemini import Asker, capsule, data, error_code
-from tests.test_state_files import file_state
+from tests.helpers.mcp import run_with_network
+from tests.helpers.mcp_gemini import Asker, capsule, data, error_code
+from tests.helpers.state import file_state
 
 ALICE = "token:alice"
 BOB = "token:bob"

@@ -17,7 +17,6 @@ from twisted.logger import capturedLogs, formatEvent
 from twisted.python.failure import Failure
 
 from gophergem.auth.idp import IdentityProviderUnavailable
-from gophergem.auth.jwt import JWTVerifier
 from gophergem.auth.principals import principal_of
 from gophergem.auth.tokens import TokenFile, add_token
 from gophergem.auth.verifiers import (
@@ -28,7 +27,8 @@ from gophergem.auth.verifiers import (
     verifier_from_config,
 )
 from gophergem.config import AuthConfig, Config
-from tests.idp_helpers import AUDIENCE, ISSUER, RSA_KEY, FakeAgent, idp_routes, jwk_of, mint
+from tests.helpers.idp import AUDIENCE, ISSUER, RSA_KEY, FakeAgent, idp_routes, jwk_of, mint
+from tests.helpers.mcp_auth import provider
 
 URL = "http://127.0.0.1:8000/mcp"
 OFFLINE = Config()
@@ -101,19 +101,6 @@ def test_principal_of_token_file(tokens_path: Path) -> None:
 
 
 # --- identity providers: JWT, introspection, the combination -----------------------------------
-
-
-def provider(agent: FakeAgent) -> ProviderVerifier:
-    import time
-
-    from twisted.internet.task import Clock
-
-    clock = Clock()
-    clock.advance(time.time())
-    check = JWTVerifier(
-        issuer=ISSUER, audiences=(AUDIENCE,), algorithms=("RS256",), agent=agent, clock=clock
-    )
-    return ProviderVerifier(check, AUDIENCE)
 
 
 def test_provider_access() -> None:

@@ -18,10 +18,8 @@ from gophergem.cli import _runner, main, render
 from gophergem.cli import trust as trust_command
 from gophergem.config import SETTINGS
 from gophergem.state.files import FileIdentityStore, FilePinStore
-from gophergem.testing import EPOCH
-from gophergem.trust import Pin
+from tests.helpers.trust import FP, a_pin
 
-FP = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32
 
 
@@ -49,19 +47,6 @@ def stores(tmp_path: Path) -> dict[str, str]:
         "GEMINI_CLIENT_CERTS_STORAGE_PATH": str(tmp_path / "identities"),
         "HOME": str(tmp_path),
     }
-
-
-def a_pin(fingerprint: str = FP, port: int = 1965) -> Pin:
-    return Pin(
-        host="capsule.example",
-        port=port,
-        fingerprint=fingerprint,
-        spki="sha256:" + "ee" * 32,
-        first_seen=EPOCH - 100,
-        last_seen=EPOCH - 10,
-        not_before=EPOCH - 1000,
-        expires=EPOCH + 1000,
-    )
 
 
 def test_trust_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

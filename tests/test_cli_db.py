@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from gophergem.cli import main
+from tests.helpers.state import SECRET, fresh_database
 from tests.servers.postgres import PostgresHarness
-from tests.test_state_postgres import SECRET, fresh_database
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ import pytest
 from gophergem.cli import main
 from gophergem.state.files import FilePinStore
 from gophergem.state.paths import gopher_mcp_pin_paths
-from tests.test_cli import a_pin
+from tests.helpers.trust import a_pin
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"
 GARBAGE = bytes(range(256))

@@ -23,8 +23,8 @@ import pytest
 
 from gophergem.cli import main
 from gophergem.feeds.opml import parse_opml
+from tests.helpers.state import SECRET, fresh_database
 from tests.servers.postgres import PostgresHarness
-from tests.test_state_postgres import SECRET, fresh_database
 
 FP = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32

@@ -28,7 +28,7 @@ from gophergem.testing import EPOCH, ServerTLS, make_certificate
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust.decision import decide
 from gophergem.wire.gemini import ResponseHeader
-from tests.test_tls import tls_loopback
+from tests.helpers.tls import tls_loopback
 
 REQUEST = b"gemini://localhost/\r\n"
 

@@ -38,7 +38,7 @@ from gophergem.wire.gemini import ResponseHeader as GeminiHeader
 from gophergem.wire.nex import NexURL
 from gophergem.wire.spartan import MAX_HEADER_BYTES, ResponseHeader, SpartanStatus, SpartanURL
 from gophergem.wire.titan import TitanURL
-from tests.test_tls import tls_loopback
+from tests.helpers.tls import tls_loopback
 
 
 def outcome(d: Deferred[Any]) -> Any:

@@ -329,7 +329,7 @@ def test_a_bad_feed_stops_no_one(events: list[dict[str, Any]]) -> None:
     post, and the schedule goes on.
     """
     import gophergem.feeds.follow
-    from tests.test_feeds_follow import BASE, GEMINI_IP, OLD_ATOM, gemtext
+    from tests.helpers.feeds import BASE, GEMINI_IP, OLD_ATOM, gemtext
 
     net = MemoryNetwork()
     net.resolver.add("localhost", GEMINI_IP)

@@ -31,7 +31,7 @@ from gophergem.testing import (
     FakeResolver,
     MemoryNetwork,
 )
-from tests.test_fetcher_gopher import HOST_IP, MENU
+from tests.helpers.fetcher import HOST_IP, MENU
 
 
 @pytest.fixture

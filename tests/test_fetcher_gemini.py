@@ -4,19 +4,17 @@ in-memory network with real OpenSSL at both ends (iosim), no sockets and no
 real time.  Every status row of SPEC section 5, trust on first use, client
 identities, windows and the cache; each test three times, with the stores,
 the cache and the 44 board answering at once, with Deferreds, and with
-Deferreds that fire only when the clock moves (L{tests.deferring}).
+Deferreds that fire only when the clock moves (L{tests.helpers.deferring}).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import attrs
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.serialization import Encoding
 from OpenSSL import SSL
 from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, Protocol
@@ -39,8 +37,9 @@ from gophergem.state.memory import MemoryPinStore
 from gophergem.testing import EPOCH, FakeGeminiServer, MemoryNetwork, ServerTLS, make_certificate
 from gophergem.trust import Pin
 from gophergem.trust import operations as ops
-from tests.deferring import answers
-from tests.test_tls import RecordingServerTLS
+from tests.helpers.deferring import answers
+from tests.helpers.fetcher import fingerprint_of
+from tests.helpers.tls import RecordingServerTLS
 
 #: Every test runs with the stores, the cache and the 44 board answering
 #: plainly, with Deferreds, and with Deferreds that wait for the clock.
@@ -78,16 +77,6 @@ def fetch(net: MemoryNetwork, url: str = URL, *, via: Any = None, **options: Any
 def code(result: Any) -> str:
     assert isinstance(result, FetchFailure), result
     return result.error.code
-
-
-def fingerprint_of(pem_or_x509: Any) -> str:
-    if isinstance(pem_or_x509, bytes):
-        from cryptography import x509
-
-        der = x509.load_pem_x509_certificate(pem_or_x509).public_bytes(Encoding.DER)
-    else:
-        der = pem_or_x509.to_cryptography().public_bytes(Encoding.DER)
-    return "sha256:" + hashlib.sha256(der).hexdigest()
 
 
 def certificate(**options: Any) -> ServerTLS:

@@ -17,16 +17,7 @@ from gophergem.render.payloads import payload
 from gophergem.results import BinaryResult, FetchFailure, MenuResult, TextResult
 from gophergem.testing import FakeGopherServer, MemoryNetwork
 from gophergem.wire import gopher as gopher_wire
-
-HOST_IP = "192.0.2.10"  # never dialled: the memory reactor only records it
-MENU = (
-    b"iWelcome\tfake\t(NULL)\t0\r\n"
-    b"1Sub menu\t/sub\tg.example\t70\r\n"
-    b"0About\t/about.txt\tg.example\t70\r\n"
-    b"9Latin\t/caf\xe9.bin\tg.example\t70\r\n"
-    b"7Search\t/search\tg.example\t70\r\n"
-    b".\r\n"
-)
+from tests.helpers.fetcher import HOST_IP, MENU
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from gophergem.http.endpoint import mcp_resource
 from gophergem.http.origin import transport_security
 from gophergem.http.site import MAX_BODY_SIZE, BodyCappedRequest
 from gophergem.mcp.sessions import SessionLimit
-from tests.web_helpers import (
+from tests.helpers.web import (
     Wire,
     http_exchange,
     listening,

@@ -23,8 +23,8 @@ from gophergem.http.discovery import GOPHER_MENU_TYPE, add_discovery
 from gophergem.http.origin import transport_security
 from gophergem.mcp.resources import policy_text
 from gophergem.mcp.server import build_server
-from tests.mcp_helpers import network
-from tests.web_helpers import Wire, request_bytes, run, until
+from tests.helpers.mcp import network
+from tests.helpers.web import Wire, request_bytes, run, until
 
 CONFIG = Config.from_mapping({"GOPHER_ALLOWED_PORTS": "70,7070"})
 

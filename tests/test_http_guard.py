@@ -20,8 +20,7 @@ from twisted.logger import capturedLogs, formatEvent
 
 from gophergem.auth.idp import IdentityProviderUnavailable
 from gophergem.auth.tokens import add_token
-from gophergem.auth.verifiers import CombinedVerifier, TokenFileVerifier
-from gophergem.config import Config
+from gophergem.auth.verifiers import TokenFileVerifier
 from gophergem.fetcher import Fetcher
 from gophergem.http.endpoint import build_site
 from gophergem.http.guard import (
@@ -31,12 +30,10 @@ from gophergem.http.guard import (
     metadata_path,
     require_token,
 )
-from gophergem.http.listen import endpoint_security
 from gophergem.mcp.server import build_server
-from tests.web_helpers import Wire, request_bytes, run, until
-
-URL = "http://127.0.0.1:8000/mcp"
-OFFLINE = Config()
+from tests.helpers.mcp_auth import OFFLINE, URL, authed_site, bearer, exchange, idp_site
+from tests.helpers.mcp_auth import bearer_provider as provider
+from tests.helpers.web import request_bytes
 
 
 @pytest.fixture
@@ -205,37 +202,8 @@ def test_metadata_document() -> None:
 # --- the site ------------------------------------------------------------------------------------
 
 
-def authed_site(verifier: Any, auth: Any) -> Any:
-    """An offline server behind C{verifier}, as the daemon's site on loopback port 8000."""
-    server = build_server(
-        Fetcher.from_config(OFFLINE, MemoryReactorClock()),
-        OFFLINE,
-        token_verifier=verifier,
-        auth=auth,
-    )
-    site, _ = build_site(
-        server,
-        OFFLINE,
-        MemoryReactorClock(),
-        security=endpoint_security("tcp:8000:interface=127.0.0.1"),
-        token_verifier=verifier,
-    )
-    return site
-
-
 def site_with_auth(tokens_path: Path) -> Any:
     return authed_site(token_file(tokens_path), auth_settings(URL))
-
-
-def exchange(site: Any, raw: bytes) -> tuple[int, dict[str, str], bytes]:
-    async def body() -> tuple[int, dict[str, str], bytes]:
-        wire = Wire(site)
-        wire.send(raw)
-        await until(lambda: b"\r\n\r\n" in wire.value())
-        status, headers = wire.head()
-        return status, headers, wire.body()
-
-    return run(body)
 
 
 def test_site_serves_the_metadata_and_health(tokens_path: Path) -> None:
@@ -281,22 +249,7 @@ def test_access_log_has_no_token(tokens_path: Path) -> None:
 # --- identity providers: JWT, introspection, the combination -----------------------------------
 
 from gophergem.auth.principals import principal_of  # noqa: E402
-from tests.idp_helpers import (  # noqa: E402
-    AUDIENCE,
-    ISSUER,
-    RSA_KEY,
-    FakeAgent,
-    idp_routes,
-    jwk_of,
-    mint,
-)
-
-
-def provider(agent: FakeAgent) -> BearerVerifier:
-    """The SDK's verifier over a JWT issuer's (see L{tests.test_auth_verifiers.provider})."""
-    from tests.test_auth_verifiers import provider as checker
-
-    return BearerVerifier(checker(agent))
+from tests.helpers.idp import AUDIENCE, ISSUER, RSA_KEY, FakeAgent, idp_routes, jwk_of, mint  # noqa: E402
 
 
 def test_provider_access_token() -> None:
@@ -373,20 +326,6 @@ def test_required_scopes() -> None:
 
 
 # --- the site with an identity provider -----------------------------------------------------------
-
-
-def idp_site(agent: FakeAgent, tokens_path: Path | None = None) -> Any:
-    from tests.test_auth_verifiers import provider as checker
-
-    verifier = CombinedVerifier(
-        TokenFileVerifier.from_path(str(tokens_path), URL) if tokens_path else None,
-        checker(agent),
-    )
-    return authed_site(BearerVerifier(verifier), auth_settings(URL, issuer=ISSUER))
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def test_discovery_drill_down_needs_a_token() -> None:

@@ -40,7 +40,7 @@ from gophergem.http.secret_page import (
     SecretPages,
     parse_form,
 )
-from tests.web_helpers import http_exchange, loop_reactor, read_head, run
+from tests.helpers.web import http_exchange, loop_reactor, read_head, run
 
 LOCAL = IPv4Address("TCP", "127.0.0.1", 8000)
 PEER = IPv4Address("TCP", "127.0.0.1", 40000)

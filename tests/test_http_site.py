@@ -27,7 +27,7 @@ from gophergem.http.site import (
     descriptor_budget,
     redact_uri,
 )
-from tests.web_helpers import Wire, request_bytes
+from tests.helpers.web import Wire, request_bytes
 
 # --- bounds on request heads -------------------------------------------------------
 

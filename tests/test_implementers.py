@@ -262,3 +262,38 @@ def test_verified_elsewhere_exists(cls: type) -> None:
         for call in ast.walk(node)
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
     }
+
+
+def test_source_scanner_finds_every_declaration() -> None:
+    """
+    The source scan finds C{@implementer} classes however they are written:
+    private, through the module's name, nested in a class or in a function
+    (which then cannot be registered, and so fails the registry test).
+    """
+    source = """
+@implementer(IFetcher)
+class _Private: ...
+
+@zope.interface.implementer(IFetcher, IResolver)
+class Dotted:
+    @implementer(IBodyProducer)
+    class _Inner: ...
+
+def factory():
+    @implementer(IFetcher)
+    class Local: ...
+    return Local
+
+class Plain: ...
+
+@attrs.define
+class Decorated: ...
+"""
+    found: set[str] = set()
+    _scan(ast.parse(source), "gophergem.example", "", found)
+    assert found == {
+        "gophergem.example._Private",
+        "gophergem.example.Dotted",
+        "gophergem.example.Dotted._Inner",
+        "gophergem.example.factory.<locals>.Local",
+    }

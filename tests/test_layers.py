@@ -1,7 +1,9 @@
 """
 The shape of the package, checked by reading every module's source: the
-import layering of STYLE.md and docs/architecture.md, no import cycles, and
-C{test-case-name} headers that name test modules which exist.
+import layering of STYLE.md and docs/architecture.md, no import cycles, no
+reach into another package's C{_private} modules or names,
+C{test-case-name} headers that name test modules which exist, and no
+docstring or comment citing a file that is not there.
 
 Imports are read from the AST and sorted by where they sit:
 
@@ -553,3 +555,183 @@ def test_modules_with_code_have_a_header() -> None:
         if defines and not names and not module.endswith("__main__.py"):
             bare.append(module)
     assert not bare, bare
+
+
+# --- private modules and names stay in their package ---------------------------------------
+
+
+def package_of(name: str) -> str:
+    """
+    The package a module belongs to: C{gophergem.trust.pins} -> C{gophergem.trust},
+    a top-level module (C{gophergem.tls}, C{gophergem._time}) is one of its own.
+    """
+    return ".".join(name.split(".")[:2])
+
+
+def _is_private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def reaches_in(name: str, source: str, *, is_package: bool = False) -> Iterator[tuple[int, str]]:
+    """
+    The private modules and names of another package that module C{name}
+    (of C{source}) imports, at module level, lazily or for types, as
+    (line, dotted name).
+
+    A name is private when a part of it below the first level starts with an
+    underscore: C{gophergem.trust._storage}, C{gophergem.feeds.store._found},
+    C{gophergem.tls._Key}.  The top-level C{gophergem._time} and its peers
+    are private to the distribution, not to a package: any module may use
+    their public names.
+    """
+    package = name if is_package else name.rpartition(".")[0]
+    for node, _ in _walk(ast.parse(source), "module"):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source_module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source_module = node.module or ""
+            targets = [f"{source_module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if (
+                ours(target)
+                and package_of(target) != package_of(name)
+                and any(_is_private(part) for part in target.split(".")[2:])
+            ):
+                yield node.lineno, target
+
+
+def test_private_reader() -> None:
+    """
+    A private module or name of another package is found in every import
+    form (absolute, relative, lazy, for types); the same package's privates
+    and the public names of the top-level private modules are not.
+    """
+    source = """
+import gophergem.trust._storage
+from gophergem.feeds.store import _found, parse_since
+from gophergem.feeds import _hidden
+from .._time import format_utc
+from gophergem._log import _secret
+from gophergem.state.postgres._runner import Runner
+from ._runner import _Cursor
+from ..redis import _policy
+if TYPE_CHECKING:
+    from gophergem.tls import _Key
+def later():
+    from ...trust.pins import _encode
+"""
+    found = [target for _, target in reaches_in("gophergem.state.postgres._pins", source)]
+    assert found == [
+        "gophergem.trust._storage",
+        "gophergem.feeds.store._found",
+        "gophergem.feeds._hidden",
+        "gophergem._log._secret",
+        "gophergem.tls._Key",
+        "gophergem.trust.pins._encode",
+    ]
+
+
+def test_no_reach_into_another_packages_privates() -> None:
+    """
+    No module imports a C{_private} module or a C{_private} name of another
+    package (a first-level subpackage or top-level module of gophergem), not
+    even lazily or for types: what another package needs is public.
+    """
+    found = {
+        f"{name} -> {target}": f"{relative(path)}:{line}"
+        for name, path in package_modules().items()
+        for line, target in reaches_in(
+            name, path.read_text(), is_package=path.name == "__init__.py"
+        )
+    }
+    reaches = sorted(f"{where} imports {entry}" for entry, where in found.items())
+    assert not reaches, reaches
+
+
+# --- what docstrings and comments cite exists -----------------------------------------------
+
+REPOSITORY = PACKAGE.parent
+
+#: A file of the repository cited by its path: C{tests/test_x.py},
+#: C{docs/x.md}, C{bench/x.py}, C{gophergem/wire/gopher.py}, or a path inside
+#: the package as its docstrings write them (C{trust/pins.py}).
+_CITED_PATH = re.compile(
+    r"(?<![\w./-])(?P<path>(?:gophergem|tests|docs|bench|tac|"
+    + "|".join(sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()))
+    + r")/[\w./-]*\w\.(?:py|md|json|tac|toml|cjs))\b"
+)
+
+#: A test module (or its helpers) cited by its dotted name.
+_CITED_TEST_MODULE = re.compile(r"(?<![\w.])tests(?:\.\w+)+")
+
+
+def sources() -> list[Path]:
+    """
+    The Python sources of the repository that cite files: package, tests,
+    bench, tac; all but this module, whose examples cite missing files on
+    purpose.
+    """
+    found = [
+        *PACKAGE.rglob("*.py"),
+        *TESTS.rglob("*.py"),
+        *(REPOSITORY / "bench").rglob("*.py"),
+        *(REPOSITORY / "tac").glob("*.tac"),
+    ]
+    return sorted(path for path in found if path != Path(__file__))
+
+
+def _test_module_exists(dotted: str) -> bool:
+    """Whether C{tests.a.b} names a module or package (what follows the module is its names)."""
+    where = REPOSITORY
+    for part in dotted.split("."):
+        if (where / f"{part}.py").is_file():
+            return True
+        if not (where / part / "__init__.py").is_file():
+            return False
+        where = where / part
+    return True
+
+
+def missing_citations(text: str) -> list[str]:
+    """The files and test modules C{text} cites that are not in the repository."""
+    missing = [
+        match["path"]
+        for match in _CITED_PATH.finditer(text)
+        if not (REPOSITORY / match["path"]).exists() and not (PACKAGE / match["path"]).exists()
+    ]
+    missing += [
+        match[0] for match in _CITED_TEST_MODULE.finditer(text) if not _test_module_exists(match[0])
+    ]
+    return missing
+
+
+def test_citation_reader() -> None:
+    """Paths and dotted test modules are read as citations, URLs and home paths are not."""
+    text = """
+    See tests/test_layers.py, tests/test_gone.py, docs/testing.md, docs/gone.md,
+    gophergem/wire/gopher.py, wire/gone.py, trust/pins.py, bench/bench_gopher.py,
+    gophergem/mcp/ready_answers.json, tests.test_layers.headers, tests.servers.postgres,
+    tests.test_gone, gopher://example.org/0/docs/x.md, /srv/tests/x.py, ~/docs/y.md.
+    """
+    assert missing_citations(text) == [
+        "tests/test_gone.py",
+        "docs/gone.md",
+        "wire/gone.py",
+        "tests.test_gone",
+    ]
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_cited_files_exist(path: Path) -> None:
+    """
+    Every file a docstring, comment or header cites by its path (and every
+    test module cited by its dotted name) exists: a move updates its citations.
+    """
+    missing = missing_citations(path.read_text(encoding="utf-8"))
+    assert not missing, f"{path.relative_to(REPOSITORY)} cites what is not there: {missing}"

@@ -9,7 +9,6 @@ tool's outputSchema.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -21,8 +20,7 @@ from gophergem.mcp.server import build_server
 from gophergem.mcp.tools.feeds import UPDATES_URI
 from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
-from tests.mcp_helpers import run_with_network
-from tests.test_feeds_follow import (
+from tests.helpers.feeds import (
     BASE,
     CACHE_TTL,
     GEMINI_IP,
@@ -34,12 +32,10 @@ from tests.test_feeds_follow import (
     PHLOG,
     gemtext,
 )
-from tests.test_mcp_gemini import validator
+from tests.helpers.mcp import run_with_network
+from tests.helpers.mcp_feeds import TOOLS, Call, drive, error_code
 
 ERAS = ["legacy", "2026-07-28"]
-TOOLS = {"feed_subscribe", "feed_unsubscribe", "feed_list", "feed_updates"}
-
-Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
 def network() -> tuple[MemoryNetwork, FakeGeminiServer, FakeGopherServer]:
@@ -51,52 +47,11 @@ def network() -> tuple[MemoryNetwork, FakeGeminiServer, FakeGopherServer]:
     return net, capsule, hole
 
 
-def drive(
-    net: MemoryNetwork,
-    script: Callable[[Client, Call], Awaitable[Any]],
-    *,
-    mode: str = "legacy",
-    follower: Follower | None = None,
-) -> Any:
-    """
-    Run C{script(client, call)} against a server with a follower; C{call}
-    makes a tool call and checks its structured result against the tool's
-    outputSchema and its text block.
-    """
-    fetcher = net.fetcher()
-    if follower is None:
-        follower = Follower(fetcher, MemoryFeedStore(), now=net.reactor.seconds)
-    server = build_server(fetcher, Config(), follower=follower)
-
-    async def body() -> Any:
-        async with Client(server, mode=mode) as client:
-            tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) >= TOOLS
-
-            async def call(name: str, arguments: dict[str, Any]) -> Any:
-                result = await client.call_tool(name, arguments)
-                assert result.structured_content is not None, result.content
-                validator(tools[name].output_schema).validate(result.structured_content)
-                compact = json.loads(result.content[0].text)
-                assert compact.get("kind") == result.structured_content.get("kind")
-                return result
-
-            return await script(client, call)
-
-    return run_with_network(net, body)
-
-
 def ok(result: Any, kind: str) -> dict[str, Any]:
     assert result.is_error is not True, result.structured_content
     payload: dict[str, Any] = result.structured_content
     assert payload["kind"] == kind, payload
     return payload
-
-
-def error_code(result: Any) -> str:
-    assert result.is_error is True, result.structured_content
-    code: str = result.structured_content["error"]["code"]
-    return code
 
 
 @pytest.mark.parametrize("mode", ERAS)

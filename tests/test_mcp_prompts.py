@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from gophergem.mcp import prompts
 from gophergem.mcp.prompts import explore_capsule_prompt, summarize_gemlog_prompt, whats_new_prompt
-from tests.web_helpers import run
+from tests.helpers.web import run
 
 
 def server_for() -> MCPServer[Any]:

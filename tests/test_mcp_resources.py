@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from gophergem.config import SETTINGS, Config
 from gophergem.mcp import resources
 from gophergem.mcp.resources import POLICY_URI, policy_text
-from tests.web_helpers import run
+from tests.helpers.web import run
 
 SECRET_PATH = "/home/alice/.secret-store/pins.json"
 

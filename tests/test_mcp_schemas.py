@@ -21,7 +21,7 @@ from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.schemas import OUTPUT_MODELS
 from gophergem.mcp.server import build_server
 from gophergem.state.memory import MemoryFeedStore
-from tests.mcp_helpers import network
+from tests.helpers.mcp import network
 
 TOOLS = sorted(OUTPUT_MODELS)
 

@@ -16,9 +16,9 @@ from mcp import Client
 
 from gophergem.config import Config
 from gophergem.mcp.server import build_server
-from tests.mcp_helpers import run_with_network
-from tests.test_mcp_gemini import validator
-from tests.test_search_operation import ASK, FIRST, SECOND, VERONICA, Engines, engines
+from tests.helpers.mcp import run_with_network
+from tests.helpers.mcp_gemini import validator
+from tests.helpers.search import ASK, FIRST, SECOND, VERONICA, Engines, engines
 
 ERAS = ["legacy", "2026-07-28"]
 

@@ -19,8 +19,8 @@ from twisted.internet.defer import Deferred, succeed
 from gophergem.errors import InputTimeout
 from gophergem.mcp.server import build_server
 from gophergem.mcp.tools.gemini import url_mode
-from tests.mcp_helpers import run_with_network
-from tests.test_mcp_gemini import ERAS, capsule
+from tests.helpers.mcp import run_with_network
+from tests.helpers.mcp_gemini import ERAS, capsule
 
 SECRET = "correct horse battery"
 

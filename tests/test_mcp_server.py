@@ -18,19 +18,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from gophergem.mcp.server import argument_errors, build_server
-from tests.mcp_helpers import network, run_with_network
-
-
-def call(name: str, arguments: dict[str, Any], **fetcher_options: Any) -> tuple[Any, Any]:
-    net, _ = network()
-    mcp_server = build_server(net.fetcher(**fetcher_options))
-
-    async def body() -> tuple[Any, Any]:
-        async with Client(mcp_server) as client:
-            tools = await client.list_tools()
-            return tools, await client.call_tool(name, arguments)
-
-    return run_with_network(net, body)
+from tests.helpers.mcp import call, network, run_with_network
 
 
 def schema_of(tools: Any, name: str) -> dict[str, Any]:

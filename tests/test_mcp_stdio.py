@@ -9,28 +9,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import mcp_types as types
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from twisted.internet.defer import CancelledError, Deferred
-from twisted.internet.error import ConnectionDone, ConnectionLost
+from twisted.internet.error import ConnectionLost
 from twisted.internet.protocol import Protocol
-from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactor, StringTransport
-from twisted.logger import LogLevel, capturedLogs, formatEvent
-from twisted.python.failure import Failure
 
 from gophergem.config import Config
-from gophergem.errors import FetchTimeout
 from gophergem.mcp._sdk import lowlevel_server
 from gophergem.mcp.server import build_server
 from gophergem.mcp.stdio import MessagePipe, StdioMCPProtocol, classify_line, write_through
-from gophergem.results import FetchFailure, RequestInfo
-from tests.mcp_helpers import network, run_with_network
+from tests.helpers.mcp import network, run_with_network
+from tests.helpers.stdio import HeldFetcher, StdioHarness, WarpLoop, run_warped, turns, until
 
 INIT = {
     "jsonrpc": "2.0",
@@ -190,71 +185,6 @@ def test_overlong_line_rejected_and_session_goes_on() -> None:
 # --- end of input, stdout gone, shutdown ------------------------------------------
 
 
-class _HeldFetcher:
-    """A fetcher whose every Gopher fetch waits until the test answers it."""
-
-    gemini_enabled = False
-
-    def __init__(self) -> None:
-        self.pending: list[Deferred[Any]] = []
-        self.cancelled = 0
-
-    def _cancel(self, d: Deferred[Any]) -> None:
-        self.cancelled += 1
-        d.errback(CancelledError())
-
-    def gopher(
-        self, url: str, *, search: str | None = None, offset: int = 0, refresh: bool = False
-    ) -> Deferred[Any]:
-        d: Deferred[Any] = Deferred(self._cancel)
-        self.pending.append(d)
-        return d
-
-    def answer(self, count: int | None = None) -> None:
-        """Answer the first C{count} fetches still waiting (all by default)."""
-        waiting = [d for d in self.pending if not d.called]
-        for d in waiting[:count]:
-            d.callback(
-                FetchFailure(
-                    request_info=RequestInfo(url="gopher://g.example/"),
-                    error=FetchTimeout(message="Too slow."),
-                )
-            )
-
-
-class _WarpLoop(asyncio.SelectorEventLoop):
-    """An event loop whose clock the test moves on by hand."""
-
-    skipped = 0.0
-
-    def time(self) -> float:
-        return super().time() + self.skipped
-
-
-def run_warped(body: Callable[[_WarpLoop], Awaitable[None]]) -> None:
-    loop = _WarpLoop()
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_until_complete(body(loop))
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
-
-
-async def until(condition: Callable[[], bool], turns: int = 20000) -> None:
-    """Let the loop run until C{condition()} holds (failing after C{turns} turns)."""
-    for _ in range(turns):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the condition never held")
-
-
-async def turns(count: int = 200) -> None:
-    for _ in range(count):
-        await asyncio.sleep(0)
-
-
 def replies(chunks: list[bytes], kind: str | None = None) -> list[Any]:
     """The ids of every reply written (of C{kind} C{"result"} or C{"error"}), in order."""
     messages = [json.loads(chunk) for chunk in b"".join(chunks).splitlines()]
@@ -275,11 +205,11 @@ def test_eof_waits_for_replies_however_long_they_take() -> None:
     Replies owed at end of input are all written even when their handlers
     run for an hour after it (the old pipe gave up after 10 s).
     """
-    fetcher = _HeldFetcher()
+    fetcher = HeldFetcher()
     server = lowlevel_server(build_server(fetcher))  # type: ignore[arg-type]
     written: list[bytes] = []
 
-    async def body(loop: _WarpLoop) -> None:
+    async def body(loop: WarpLoop) -> None:
         pipe = MessagePipe(server, written.append)
         done = pipe.start()
         for raw in opening(200):
@@ -297,117 +227,47 @@ def test_eof_waits_for_replies_however_long_they_take() -> None:
     assert replies(written, "error") == []
 
 
-class FakeStdio:
-    """
-    The transport side of C{StandardIO}, by hand.
-
-    C{loseConnection} stops reading and, while stdout is open, closes it
-    once flushed (at once, unless C{stuck}: stdout that takes nothing).
-    """
-
-    def __init__(self, stuck: bool = False) -> None:
-        self.written: list[bytes] = []
-        self.stdout_open = True
-        self.stuck = stuck
-        self.reading = True
-        self.protocol: StdioMCPProtocol | None = None
-
-    def write(self, data: bytes) -> None:
-        if self.stdout_open:
-            self.written.append(data)
-
-    def loseConnection(self) -> None:
-        self.reading = False
-        if self.stdout_open and not self.stuck:
-            self.stdout_open = False
-            assert self.protocol is not None
-            self.protocol.connectionLost(Failure(ConnectionDone()))
-
-    def close_stdout(self) -> None:
-        """The client closed its end of our stdout."""
-        self.stdout_open = False
-        assert self.protocol is not None
-        self.protocol.writeConnectionLost()
-
-
-def stdio_session(
-    body: Callable[[StdioMCPProtocol, FakeStdio, _HeldFetcher, Clock, _WarpLoop], Awaitable[None]],
-    *,
-    drain_seconds: float = 0,
-    stuck: bool = False,
-) -> list[str]:
-    """Run C{body} with a protocol on a L{FakeStdio}; return what was logged."""
-    fetcher = _HeldFetcher()
-    server = lowlevel_server(build_server(fetcher))  # type: ignore[arg-type]
-    clock = Clock()
-    transport = FakeStdio(stuck=stuck)
-
-    async def run(loop: _WarpLoop) -> None:
-        protocol = StdioMCPProtocol(server, drain_seconds=drain_seconds, clock=clock)
-        transport.protocol = protocol
-        protocol.makeConnection(transport)  # type: ignore[arg-type]
-        await body(protocol, transport, fetcher, clock, loop)
-
-    with capturedLogs() as events:
-        run_warped(run)
-    return [formatEvent(e) for e in events if e["log_level"] >= LogLevel.warn]
-
-
 def test_eof_arms_no_timer_by_default() -> None:
     """At end of input nothing is timed: the session waits for every reply."""
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        for raw in opening(3):
-            protocol.dataReceived(raw + b"\n")
-        protocol.readConnectionLost()
-        await until(lambda: len(fetcher.pending) == 3)
-        assert clock.getDelayedCalls() == []
-        clock.advance(86400)
-        loop.skipped += 86400
+    async def body(h: StdioHarness) -> None:
+        h.receive(*opening(3))
+        h.protocol.readConnectionLost()
+        await until(lambda: len(h.fetcher.pending) == 3)
+        assert h.clock.getDelayedCalls() == []
+        h.clock.advance(86400)
+        h.loop.skipped += 86400
         await turns()
-        assert not protocol.finished.called
-        fetcher.answer()
-        await protocol.finished.asFuture(loop)
-        assert sorted(replies(stdio.written, "result")) == [1, 2, 3, 4]
-        assert (protocol.replies_lost, protocol.exit_status) == (0, 0)
+        assert not h.protocol.finished.called
+        h.fetcher.answer()
+        await h.protocol.finished.asFuture(h.loop)
+        assert sorted(replies(h.stdio.written, "result")) == [1, 2, 3, 4]
+        assert (h.protocol.replies_lost, h.protocol.exit_status) == (0, 0)
 
-    assert stdio_session(body) == []
+    assert StdioHarness.run(body) == []
 
 
 def test_drain_limit_gives_up_counts_and_logs() -> None:
     """With a drain limit set, replies still owed when it runs out are counted and logged."""
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        for raw in opening(3):
-            protocol.dataReceived(raw + b"\n")
-        protocol.readConnectionLost()
-        await until(lambda: len(fetcher.pending) == 3)
-        fetcher.answer(1)
-        await until(lambda: len(replies(stdio.written)) == 2)
-        clock.advance(4.9)
+    async def body(h: StdioHarness) -> None:
+        h.receive(*opening(3))
+        h.protocol.readConnectionLost()
+        await until(lambda: len(h.fetcher.pending) == 3)
+        h.fetcher.answer(1)
+        await until(lambda: len(replies(h.stdio.written)) == 2)
+        h.clock.advance(4.9)
         await turns()
-        assert not protocol.finished.called
-        clock.advance(0.1)
-        await protocol.finished.asFuture(loop)
-        assert (protocol.replies_lost, protocol.exit_status) == (2, 1)
-        assert fetcher.cancelled == 2
-        assert sorted(replies(stdio.written, "result")) == [1, 2]
-        assert sorted(replies(stdio.written, "error")) == [3, 4]
-        assert all("GOPHERGEM_STDIO_DRAIN_SECONDS" in m for m in error_messages(stdio.written))
+        assert not h.protocol.finished.called
+        h.clock.advance(0.1)
+        await h.protocol.finished.asFuture(h.loop)
+        assert (h.protocol.replies_lost, h.protocol.exit_status) == (2, 1)
+        assert h.fetcher.cancelled == 2
+        assert sorted(replies(h.stdio.written, "result")) == [1, 2]
+        assert sorted(replies(h.stdio.written, "error")) == [3, 4]
+        assert all("GOPHERGEM_STDIO_DRAIN_SECONDS" in m for m in error_messages(h.stdio.written))
 
-    logged = stdio_session(body, drain_seconds=5)
+    logged = StdioHarness.run(body, drain_seconds=5)
     [warning] = [text for text in logged if "gave up 2 requests" in text]
     assert "GOPHERGEM_STDIO_DRAIN_SECONDS (5 s) ran out" in warning
 
@@ -418,23 +278,16 @@ def test_stdout_closed_ends_the_session_at_once() -> None:
     cancelled, the loss is logged, and the session ends without waiting.
     """
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        for raw in opening(4):
-            protocol.dataReceived(raw + b"\n")
-        await until(lambda: len(fetcher.pending) == 4)
-        stdio.close_stdout()
-        await protocol.finished.asFuture(loop)
-        assert (protocol.replies_lost, protocol.exit_status) == (4, 1)
-        assert fetcher.cancelled == 4
-        assert not stdio.reading
+    async def body(h: StdioHarness) -> None:
+        h.receive(*opening(4))
+        await until(lambda: len(h.fetcher.pending) == 4)
+        h.stdio.close_stdout()
+        await h.protocol.finished.asFuture(h.loop)
+        assert (h.protocol.replies_lost, h.protocol.exit_status) == (4, 1)
+        assert h.fetcher.cancelled == 4
+        assert not h.stdio.reading
 
-    logged = stdio_session(body)
+    logged = StdioHarness.run(body)
     assert any("standard output closed: gave up 4 requests" in text for text in logged), logged
 
 
@@ -445,22 +298,16 @@ def test_stdout_closed_then_stdin_closed_finishes() -> None:
     never come).
     """
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        protocol.dataReceived(line(INIT) + b"\n")
-        await until(lambda: len(stdio.written) == 1)
-        stdio.close_stdout()
-        protocol.dataReceived(line({"jsonrpc": "2.0", "id": 2, "method": "ping"}) + b"\n")
-        protocol.readConnectionLost()
-        await protocol.finished.asFuture(loop)
-        assert protocol.exit_status == 0
+    async def body(h: StdioHarness) -> None:
+        h.receive(line(INIT))
+        await until(lambda: len(h.stdio.written) == 1)
+        h.stdio.close_stdout()
+        h.receive(line({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        h.protocol.readConnectionLost()
+        await h.protocol.finished.asFuture(h.loop)
+        assert h.protocol.exit_status == 0
 
-    assert stdio_session(body) == []
+    assert StdioHarness.run(body) == []
 
 
 def test_stop_gives_a_grace_then_gives_up() -> None:
@@ -469,76 +316,56 @@ def test_stop_gives_a_grace_then_gives_up() -> None:
     are given up, counted and logged, and the stop completes.
     """
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        for raw in opening(3):
-            protocol.dataReceived(raw + b"\n")
-        await until(lambda: len(fetcher.pending) == 3)
-        stopped = protocol.stop(2)
-        protocol.dataReceived(line(call(99)) + b"\n")  # read no more requests
-        clock.advance(1)
-        fetcher.answer(1)
-        await until(lambda: len(replies(stdio.written)) == 2)
+    async def body(h: StdioHarness) -> None:
+        h.receive(*opening(3))
+        await until(lambda: len(h.fetcher.pending) == 3)
+        stopped = h.protocol.stop(2)
+        h.receive(line(call(99)))  # read no more requests
+        h.clock.advance(1)
+        h.fetcher.answer(1)
+        await until(lambda: len(replies(h.stdio.written)) == 2)
         assert not stopped.called
-        clock.advance(1)
-        await stopped.asFuture(loop)
-        assert protocol.finished.called
-        assert (protocol.replies_lost, protocol.exit_status) == (2, 1)
-        assert sorted(replies(stdio.written, "result")) == [1, 2]
-        assert sorted(replies(stdio.written, "error")) == [3, 4]
-        assert error_messages(stdio.written) == ["Not completed: gophergem is shutting down."] * 2
-        assert len(fetcher.pending) == 3  # the call sent after the stop was not read
+        h.clock.advance(1)
+        await stopped.asFuture(h.loop)
+        assert h.protocol.finished.called
+        assert (h.protocol.replies_lost, h.protocol.exit_status) == (2, 1)
+        assert sorted(replies(h.stdio.written, "result")) == [1, 2]
+        assert sorted(replies(h.stdio.written, "error")) == [3, 4]
+        assert error_messages(h.stdio.written) == ["Not completed: gophergem is shutting down."] * 2
+        assert len(h.fetcher.pending) == 3  # the call sent after the stop was not read
 
-    logged = stdio_session(body)
+    logged = StdioHarness.run(body)
     assert any("shutting down: gave up 2 requests" in text for text in logged), logged
 
 
 def test_stop_when_idle_completes_at_once() -> None:
     """Shutting down with nothing owed needs no timer."""
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        protocol.dataReceived(line(INIT) + b"\n")
-        await until(lambda: len(stdio.written) == 1)
-        await protocol.stop(2).asFuture(loop)
-        assert protocol.exit_status == 0
-        assert clock.getDelayedCalls() == []
+    async def body(h: StdioHarness) -> None:
+        h.receive(line(INIT))
+        await until(lambda: len(h.stdio.written) == 1)
+        await h.protocol.stop(2).asFuture(h.loop)
+        assert h.protocol.exit_status == 0
+        assert h.clock.getDelayedCalls() == []
 
-    assert stdio_session(body) == []
+    assert StdioHarness.run(body) == []
 
 
 def test_stop_is_bounded_when_stdout_takes_nothing() -> None:
     """A stop completes even if stdout never drains: after a second grace at most."""
 
-    async def body(
-        protocol: StdioMCPProtocol,
-        stdio: FakeStdio,
-        fetcher: _HeldFetcher,
-        clock: Clock,
-        loop: _WarpLoop,
-    ) -> None:
-        for raw in opening(1):
-            protocol.dataReceived(raw + b"\n")
-        await until(lambda: len(fetcher.pending) == 1)
-        stopped = protocol.stop(2)
-        clock.advance(2)
+    async def body(h: StdioHarness) -> None:
+        h.receive(*opening(1))
+        await until(lambda: len(h.fetcher.pending) == 1)
+        stopped = h.protocol.stop(2)
+        h.clock.advance(2)
         await turns()
         assert not stopped.called
-        clock.advance(2)
-        await stopped.asFuture(loop)
-        assert protocol.exit_status == 1
+        h.clock.advance(2)
+        await stopped.asFuture(h.loop)
+        assert h.protocol.exit_status == 1
 
-    stdio_session(body, stuck=True)
+    StdioHarness.run(body, stuck=True)
 
 
 def test_reused_ids_all_answered_before_eof_ends() -> None:

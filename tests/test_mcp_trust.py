@@ -3,7 +3,7 @@ Tests for L{gophergem.mcp.tools.trust}: the pin and identity tools driven by
 the SDK's in-process C{mcp.Client}, in both protocol eras, with and without
 an elicitation callback (the helpers of L{tests.test_mcp_gemini}); each
 test with the stores answering plainly, with Deferreds, and with Deferreds
-that wait for the clock (L{tests.deferring}).
+that wait for the clock (L{tests.helpers.deferring}).
 """
 
 from __future__ import annotations
@@ -14,18 +14,17 @@ from typing import Any
 
 import pytest
 
-from gophergem.state.files import FileIdentityStore
-from gophergem.testing import FakeGeminiServer, MemoryNetwork
 from gophergem.url import GeminiURL
-from tests.deferring import answers
-from tests.test_fetcher_gemini import fingerprint_of
-from tests.test_mcp_gemini import (
+from tests.helpers.deferring import answers
+from tests.helpers.fetcher import fingerprint_of
+from tests.helpers.mcp_gemini import (
     ERAS,
     STALE,
     Asker,
     capsule,
     data,
     error_code,
+    identity_capsule,
     one,
     session,
 )
@@ -274,19 +273,6 @@ def test_trust_tools_refuse_wildcards_and_junk(name: str, arguments: dict[str, A
 
 
 # --- client identities ------------------------------------------------------------------
-
-
-def identity_capsule(tmp_path: Path) -> tuple[MemoryNetwork, FakeGeminiServer]:
-    """A capsule whose /app/ zone answers 60 unless a client certificate is presented."""
-    net, server, _ = capsule(identities=FileIdentityStore(tmp_path / "identities"))
-
-    def app(url: str) -> bytes:
-        if server.client_certificates[-1] is None:
-            return b"60 Identify yourself\r\n"
-        return b"20 text/gemini\r\n# Welcome back\n"
-
-    server.routes["/app/"] = app
-    return net, server
 
 
 def test_client_cert_lifecycle(tmp_path: Path) -> None:

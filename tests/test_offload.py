@@ -8,7 +8,6 @@ reactor's thread pool runs the work.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from gophergem.fetcher import _pipeline
 from gophergem.fetcher._pipeline import OFFLOAD_BYTES, offloader, run_inline
 from gophergem.results import FetchFailure, GemtextResult, MenuResult, TextResult
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
+from tests.helpers.offload import HeldOffload
 
 GOPHER_IP = "192.0.2.40"  # memory reactor only: never dialled
 GEMINI_IP = "192.0.2.41"
@@ -30,22 +30,6 @@ BIG_LATIN = b"caf\xe9 cr\xe8me\r\n" * (OFFLOAD_BYTES // 12 + 1) + b".\r\n"
 SMALL_MENU = b"0About\t/about\tg.example\t70\r\n.\r\n"
 BIG_PAGE = b"20 text/gemini\r\n" + b"=> /x a link\n" * (OFFLOAD_BYTES // 13 + 1)
 SMALL_PAGE = b"20 text/gemini\r\n# Hello\n"
-
-
-class HeldOffload:
-    """An offload that holds every piece of work until the test runs it."""
-
-    def __init__(self) -> None:
-        self.held: list[tuple[Callable[[], Any], Deferred[Any]]] = []
-
-    def __call__(self, work: Callable[[], Any], /) -> Deferred[Any]:
-        d: Deferred[Any] = Deferred()
-        self.held.append((work, d))
-        return d
-
-    def run_all(self) -> None:
-        for work, d in self.held:
-            d.callback(work())
 
 
 @pytest.fixture

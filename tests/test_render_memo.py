@@ -27,7 +27,7 @@ from gophergem.results import (
 from gophergem.url import GeminiURL
 from gophergem.wire.gemtext import parse_gemtext
 from gophergem.wire.gopher import parse_menu
-from tests.mcp_helpers import MENU
+from tests.helpers.mcp import MENU
 
 CACHED = CacheInfo(cached=True, cached_at="2026-12-03T12:00:00Z", cache_age_seconds=0)
 FRESH = attrs.evolve(CACHED, cached=False)

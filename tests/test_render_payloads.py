@@ -37,10 +37,9 @@ from gophergem.render.payloads import (
 )
 from gophergem.render.text import compact_text
 from gophergem.results import FetchResult, GeminiResult, RequestInfo
-from tests.mcp_helpers import run_with_network
-from tests.test_mcp_gemini import KINDS, STALE, capsule, session
-from tests.test_mcp_server import call as gopher_call
-from tests.test_mcp_trust import identity_capsule
+from tests.helpers.mcp import call as gopher_call
+from tests.helpers.mcp import run_with_network
+from tests.helpers.mcp_gemini import KINDS, STALE, capsule, identity_capsule, session
 
 
 def every_error_class() -> list[type[errors.GophergemError]]:

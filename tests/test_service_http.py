@@ -268,7 +268,7 @@ def test_default_http_settings() -> None:
 
 
 def get_from(site: object, path: str, host: str) -> int:
-    from tests.web_helpers import Wire, run, until
+    from tests.helpers.web import Wire, run, until
 
     async def body() -> int:
         wire = Wire(site)  # type: ignore[arg-type]

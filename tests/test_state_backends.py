@@ -15,8 +15,8 @@ from gophergem.interfaces import IStateBackend
 from gophergem.state import SchemaBehind
 from gophergem.state.backends import open_backend
 from gophergem.state.files import FileState
+from tests.helpers.state import fresh_database
 from tests.servers.postgres import PostgresHarness, wait
-from tests.test_state_postgres import fresh_database
 
 
 def test_files_without_a_database(tmp_path: Path) -> None:

@@ -34,9 +34,8 @@ from gophergem.interfaces import IFeedStore
 from gophergem.state import documents
 from gophergem.state.files import FileFeedStore
 from gophergem.state.memory import MemoryFeedStore
+from tests.helpers.trust import SHORT_WAIT, LogEvents, go, hold_lock
 from tests.servers.postgres import wait
-from tests.test_state_pins import SHORT_WAIT, LogEvents, hold_lock
-from tests.test_trust_processes import go
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,24 +9,12 @@ from pathlib import Path
 import attrs
 import pytest
 
-from gophergem.config import Config
-from gophergem.state.files import PRINCIPAL_FILE, FileState, principal_key
+from gophergem.state.files import PRINCIPAL_FILE, principal_key
 from gophergem.trust import Pin
+from tests.helpers.state import file_state
 
 ALICE = "https://idp.example#alice"
 BOB = "https://idp.example#bob"
-
-
-def file_state(tmp_path: Path, **kw: object) -> FileState:
-    """A FileState whose stores all live under C{tmp_path}."""
-    config = Config.from_mapping(
-        {
-            "GEMINI_TOFU_STORAGE_PATH": str(tmp_path / "tofu.json"),
-            "GEMINI_CLIENT_CERTS_STORAGE_PATH": str(tmp_path / "client_certs"),
-            "GOPHERGEM_FEEDS_STORAGE_PATH": str(tmp_path / "feeds.json"),
-        }
-    )
-    return attrs.evolve(FileState.from_config(config, {}), **kw)
 
 
 def _pin(host: str) -> Pin:

@@ -34,8 +34,8 @@ from gophergem.state.files import FileIdentityStore
 from gophergem.state.memory import MemoryIdentityStore
 from gophergem.trust import Identity
 from gophergem.trust.identities import mint_identity, normalise_scope
+from tests.helpers.trust import SHORT_WAIT, hold_lock
 from tests.servers.postgres import wait
-from tests.test_state_pins import SHORT_WAIT, hold_lock
 
 NOW = 1_700_000_000.25
 HOST = "gem.example"

@@ -10,14 +10,11 @@ guarantees (modes, damaged files, locks, failed writes) follow it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
-import subprocess
-import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,36 +30,8 @@ from gophergem.state import documents
 from gophergem.state.files import FilePinStore
 from gophergem.state.memory import MemoryPinStore
 from gophergem.trust import Pin
+from tests.helpers.trust import SHORT_WAIT, LogEvents, hold_lock
 from tests.servers.postgres import wait
-
-SHORT_WAIT = 0.2  # lock timeout for tests that expect a timeout
-
-_HOLDER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX if sys.argv[2] == "exclusive" else fcntl.LOCK_SH)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def hold_lock(lock_path: Path, mode: str = "exclusive") -> Iterator[None]:
-    """Hold C{flock} on C{lock_path} from a child process for the block."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, str(lock_path), mode],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        assert child.stdout.readline().strip() == "held"
-        yield
-    finally:
-        child.stdin.close()
-        child.wait(10)
-        child.stdout.close()
 
 
 def make_pin(host: str = "gem.example", port: int = 1965, **changes: Any) -> Pin:
@@ -78,11 +47,6 @@ def make_pin(host: str = "gem.example", port: int = 1965, **changes: Any) -> Pin
     }
     values.update(changes)
     return Pin(**values)
-
-
-class LogEvents(list[dict[str, Any]]):
-    def text(self) -> str:
-        return "\n".join(json.dumps(e, default=str) for e in self)
 
 
 @pytest.fixture

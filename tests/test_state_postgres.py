@@ -17,7 +17,6 @@ import contextlib
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,10 @@ import pytest
 from gophergem.config import ConfigError
 from gophergem.errors import CertificateStoreUnavailable, StateUnavailable
 from gophergem.trust import Pin
+from tests.helpers.state import SECRET, fresh_database
 from tests.servers.postgres import PostgresHarness, wait
 
 NOW = 1_700_000_000.0
-SECRET = "hunter2-not-for-logs"
 
 
 def make_pin(fingerprint: str = "sha256:" + "ab" * 32, host: str = "gem.example") -> Pin:
@@ -55,16 +54,6 @@ def pg(postgres_harness: PostgresHarness) -> Iterator[PostgresHarness]:
 
 def run(harness: PostgresHarness, coroutine: Any) -> Any:
     return harness.loop.run_until_complete(coroutine)
-
-
-def fresh_database(harness: PostgresHarness) -> str:
-    """A new, empty database on the server; its URL."""
-    import psycopg
-
-    name = "t_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(harness.url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    return harness.url.rsplit("/", 1)[0] + "/" + name
 
 
 async def blocked_on_a_lock(url: str, deadline: float = 10.0) -> None:

@@ -47,6 +47,7 @@ from gophergem.state.redis import Cacheable, NearCache, RedisPolicy, ValueCodec
 from gophergem.state.redis._codec import Unencodable, Unreadable
 from gophergem.wire import gemini as gemini_wire
 from gophergem.wire import gopher as gopher_wire
+from tests.helpers.web import loop_reactor, run
 from tests.servers.redis import (
     RedisServer,
     find_redis_server,
@@ -54,7 +55,6 @@ from tests.servers.redis import (
     redis_url,  # noqa: F401  (the fixture)
     start_rate,
 )
-from tests.web_helpers import loop_reactor, run
 
 T = TypeVar("T")
 

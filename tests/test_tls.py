@@ -11,119 +11,22 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from OpenSSL import SSL
-from twisted.internet.interfaces import IHandshakeListener, IOpenSSLClientConnectionCreator
-from twisted.internet.protocol import Factory, Protocol
-from twisted.internet.testing import Clock
-from twisted.protocols.tls import TLSMemoryBIOFactory
-from twisted.python.failure import Failure
-from twisted.test import iosim
-from zope.interface import implementer
+from twisted.internet.interfaces import IOpenSSLClientConnectionCreator
 from zope.interface.verify import verifyObject
 
 from gophergem.errors import (
     CertificateChanged,
     CertificateUnverified,
 )
-from gophergem.testing import ServerTLS, make_certificate
+from gophergem.testing import make_certificate
 from gophergem.tls import GeminiTLSCreator
 from gophergem.trust.decision import PresentedCertificate, TrustDecision, Verdict, decide
-from tests.test_trust_decision import NOW, _cert, pinned
+from tests.helpers.tls import RecordingServerTLS, tls_loopback
+from tests.helpers.trust import NOW, _cert, pinned
 
 # --- GeminiTLSCreator over real OpenSSL in memory --------------------------------------
-
-
-@attrs.define
-class RecordingServerTLS(ServerTLS):
-    """Server TLS that records the SNI name and every client certificate it is shown."""
-
-    max_version: int | None = None
-    names: list[bytes | None] = attrs.field(factory=list)
-    client_certs: list[x509.Certificate] = attrs.field(factory=list)
-
-    def getContext(self) -> Any:
-        context = super().getContext()
-        if self.max_version is not None:
-            context.set_max_proto_version(self.max_version)
-
-        def verify(connection: Any, cert: Any, errno: int, depth: int, ok: int) -> bool:
-            self.client_certs.append(cert.to_cryptography())
-            return True
-
-        context.set_verify(SSL.VERIFY_PEER, verify)
-        context.set_tlsext_servername_callback(
-            lambda connection: self.names.append(connection.get_servername())
-        )
-        return context
-
-
-@implementer(IHandshakeListener)
-class ClientProbe(Protocol):
-    """Writes C{greeting} as soon as the handshake completes; records what happens."""
-
-    def __init__(self, greeting: bytes = b"hello\r\n") -> None:
-        self.greeting = greeting
-        self.handshakes = 0
-        self.received = b""
-        self.lost: Failure | None = None
-
-    def handshakeCompleted(self) -> None:
-        self.handshakes += 1
-        self.transport.write(self.greeting)
-
-    def dataReceived(self, data: bytes) -> None:
-        self.received += data
-
-    def connectionLost(self, reason: Failure) -> None:  # type: ignore[override]
-        self.lost = reason
-
-
-class ServerProbe(Protocol):
-    """Records what the client sent; answers C{ok} to it."""
-
-    def __init__(self) -> None:
-        self.received = b""
-
-    def dataReceived(self, data: bytes) -> None:
-        self.received += data
-        self.transport.write(b"ok")
-
-
-def tls_loopback(
-    creator: Any, server_tls: Any, client: Any = None, server: Any = None
-) -> tuple[Any, Any, iosim.IOPump]:
-    """
-    Join a client protocol (a L{ClientProbe} unless given; wrapped in TLS by
-    C{creator}) and a server protocol (a L{ServerProbe} unless given; wrapped
-    by C{server_tls}) in memory; pump until quiet.
-
-    @return: The client protocol, the server protocol and the pump.
-    """
-    clock = Clock()
-    client = client if client is not None else ClientProbe()
-    server = server if server is not None else ServerProbe()
-    client_tls = TLSMemoryBIOFactory(
-        creator, True, Factory.forProtocol(lambda: client), clock=clock
-    )
-    server_side = TLSMemoryBIOFactory(
-        server_tls, False, Factory.forProtocol(lambda: server), clock=clock
-    )
-    client_wrapper = client_tls.buildProtocol(None)
-    server_wrapper = server_side.buildProtocol(None)
-    pump = iosim.connect(
-        server_wrapper,
-        iosim.FakeTransport(server_wrapper, isServer=True),
-        client_wrapper,
-        iosim.FakeTransport(client_wrapper, isServer=False),
-        greet=False,
-        clock=clock,
-    )
-    for _ in range(100):
-        if not pump.pump():
-            break
-    return client, server, pump
 
 
 def accept_all(host: str = "localhost") -> tuple[Callable[..., TrustDecision], list[Any]]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import attrs
 import pytest
-from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import given, settings
@@ -25,7 +24,7 @@ from gophergem.errors import (
     CertificateNotYetValid,
     GophergemError,
 )
-from gophergem.testing import EPOCH, make_certificate
+from gophergem.testing import make_certificate
 from gophergem.trust import Pin
 from gophergem.trust.decision import (
     CLOCK_SKEW_SECONDS,
@@ -35,12 +34,7 @@ from gophergem.trust.decision import (
     decide,
 )
 from gophergem.trust.fingerprints import normalise_fingerprint
-
-NOW = EPOCH
-DAY = 86400.0
-HOST, PORT = "capsule.example", 1965
-FP_A, FP_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
-KEY_1, KEY_2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+from tests.helpers.trust import DAY, FP_A, FP_B, HOST, KEY_1, KEY_2, NOW, PORT, _cert, pinned
 
 
 def presented(
@@ -57,26 +51,6 @@ def presented(
         not_before=not_before,
         not_after=not_after,
         names_host=names_host,
-    )
-
-
-def pinned(
-    fingerprint: str = FP_A,
-    spki: str = KEY_1,
-    *,
-    first_seen: float = NOW - 30 * DAY,
-    last_seen: float = NOW - DAY,
-    expires: float = NOW + 300 * DAY,
-) -> Pin:
-    return Pin(
-        host=HOST,
-        port=PORT,
-        fingerprint=fingerprint,
-        spki=spki,
-        first_seen=first_seen,
-        last_seen=last_seen,
-        not_before=NOW - 60 * DAY,
-        expires=expires,
     )
 
 
@@ -324,10 +298,6 @@ def test_fingerprint_spellings_agree(
 
 
 # --- PresentedCertificate ----------------------------------------------------------
-
-
-def _cert(pem: bytes) -> x509.Certificate:
-    return x509.load_pem_x509_certificate(pem)
 
 
 def test_presented_reads_fingerprints_and_dates() -> None:

@@ -34,11 +34,11 @@ from gophergem.testing import EPOCH
 from gophergem.trust import Identity, Pin
 from gophergem.trust import operations as ops
 from gophergem.url import GeminiURL
-from tests import deferring
-from tests.deferring import answers
+from tests.helpers import deferring
+from tests.helpers.deferring import answers
 
 #: Every test runs with the stores answering plainly, with Deferreds, and
-#: with Deferreds that wait for the clock (L{tests.deferring}).
+#: with Deferreds that wait for the clock (L{tests.helpers.deferring}).
 pytestmark = pytest.mark.usefixtures("answers")
 __all__ = ["answers"]
 

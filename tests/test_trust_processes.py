@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from gophergem.state.files import FilePinStore
+from tests.helpers.trust import go
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,12 +79,6 @@ def start_writer(
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready"
     return child
-
-
-def go(child: subprocess.Popen[str]) -> None:
-    assert child.stdin is not None
-    child.stdin.write("go\n")
-    child.stdin.flush()
 
 
 def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 from gophergem.feeds.follow import Follower
 from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore
-from tests.test_mcp_feeds import drive
-from tests.test_mcp_feeds import error_code as feed_error_code
-from tests.test_mcp_gemini import STALE, capsule, data, error_code, one, session
+from tests.helpers.mcp_feeds import drive
+from tests.helpers.mcp_feeds import error_code as feed_error_code
+from tests.helpers.mcp_gemini import STALE, capsule, data, error_code, one, session
 
 README = b"# gophergem\n\nReads Gopherspace and Geminispace for AI assistants.\n"
 OLD = 1_600_000_000_000_000_000

@@ -22,7 +22,7 @@ from gophergem.render.payloads import payload
 from gophergem.results import GemtextResult, MenuResult, PartialLineResult, TextResult
 from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from gophergem.wire.text import sanitise
-from tests.mcp_helpers import run_with_network
+from tests.helpers.mcp import run_with_network
 
 HOST_IP = "192.0.2.30"  # memory reactor only: never dialled
 

@@ -58,7 +58,7 @@ from gophergem.errors import (
 from gophergem.feeds.parse import Feed, canonical_url, detect_feed
 from gophergem.feeds.subscriptions import parse_since
 from gophergem.feeds.values import StoredEntry, Subscription
-from gophergem.fetcher._pipeline import Offload, run_inline
+from gophergem.fetcher import Offload, run_inline
 from gophergem.interfaces import IFeedStore, IFetcher
 from gophergem.results import (
     BinaryResult,

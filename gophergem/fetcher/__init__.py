@@ -10,6 +10,10 @@ L{gophergem.fetcher._pipeline}.  Every fetch returns a Deferred that never
 fails: every problem becomes a L{gophergem.results.FetchFailure} carrying a
 coded error.  Only a refused batch fails, as a whole.
 
+L{Offload} (where pure, CPU-bound parsing runs) and L{run_inline} (that work
+on the calling thread) are public for what parses pages on top of a fetcher,
+as L{gophergem.feeds.follow} does.
+
 Build one with L{Fetcher.from_config}.
 """
 
@@ -27,7 +31,7 @@ from zope.interface import implementer
 from gophergem.client.connect import Connector, TCPReactor, reactor_resolver
 from gophergem.config import Config, GeminiConfig, GopherConfig
 from gophergem.errors import InvalidRequest
-from gophergem.fetcher._pipeline import Offload, offloader
+from gophergem.fetcher._pipeline import Offload, offloader, run_inline
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
 from gophergem.interfaces import (
@@ -46,7 +50,7 @@ from gophergem.state.paths import identity_store_dir, pin_store_path
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate
 
-__all__ = ["MAX_BATCH", "Fetcher"]
+__all__ = ["MAX_BATCH", "Fetcher", "Offload", "run_inline"]
 
 #: The most URLs one batch may hold.
 MAX_BATCH = 50

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from ipaddress import ip_address
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from twisted.internet.address import IPv4Address as TwistedIPv4Address
@@ -48,7 +48,6 @@ from gophergem.policy.addresses import IPAddress
 
 if TYPE_CHECKING:
     from gophergem.fetcher import Fetcher
-    from gophergem.tls import _OpenSSLPrivateKey
 
 __all__ = [
     "DeferringStore",
@@ -224,14 +223,14 @@ class ServerTLS:
 
     def getContext(self) -> Any:
         from cryptography import x509
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
         from OpenSSL import SSL
+
+        from gophergem.tls import use_private_key
 
         context = SSL.Context(SSL.TLS_SERVER_METHOD)
         context.set_min_proto_version(SSL.TLS1_2_VERSION)
         context.use_certificate(x509.load_pem_x509_certificate(self.certificate_pem))
-        key = load_pem_private_key(self.key_pem, password=None)
-        context.use_privatekey(cast("_OpenSSLPrivateKey", key))
+        use_private_key(context, self.key_pem)
         context.set_verify(SSL.VERIFY_PEER, lambda *args: True)
         context.set_session_id(b"gophergem-testing")
         return context

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .test_hostile_loopback import (
+from tests.helpers.hostile_process import (
     HostileProcess,
     RawMCP,
     raw_session,

@@ -243,7 +243,7 @@ def test_search_over_http(
     """The same search through C{gophergem serve --transport http}."""
     from mcp import Client
 
-    from .test_http import running, serve_argv
+    from tests.helpers.daemon import running, serve_argv
 
     env = search_env(feeds_env, search_engines)
 

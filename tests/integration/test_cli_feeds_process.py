@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_cli_process import assert_one_line, environ, gophergem
+from tests.helpers.cli_process import assert_one_line, environ, gophergem
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def test_follow_a_gopher_hole(
 def test_every_feed_failed(environ: dict[str, str], tmp_path: Path) -> None:
     """A subscription whose server is gone: one line on stderr and status 1."""
     from gophergem.state.files import FileFeedStore
-    from tests.integration.test_cli_process import free_port
+    from tests.helpers.cli_process import free_port
 
     environ["GOPHER_ALLOW_LOCAL_HOSTS"] = "true"
     environ["GOPHERGEM_FEEDS_STORAGE_PATH"] = str(tmp_path / "feeds.json")

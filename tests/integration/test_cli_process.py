@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,52 +24,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli_process import (
+    DEADLINE,
+    assert_one_line,
+    console_script,
+    environ,
+    free_port,
+    gophergem,
+)
+
+__all__ = ["environ"]  # the fixtures, so that pytest finds them
+
 pytestmark = pytest.mark.integration
-
-DEADLINE = 60.0  # seconds a process may take before the test fails
-
-
-def console_script() -> list[str]:
-    """The installed C{gophergem} script, or C{python -m gophergem} without one."""
-    script = Path(sys.executable).parent / "gophergem"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("gophergem")
-    return [found] if found else [sys.executable, "-m", "gophergem"]
-
-
-@pytest.fixture
-def environ(tmp_path: Path) -> dict[str, str]:
-    """The process environment with stores under C{tmp_path} and no gophergem settings."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GOPHER_", "GEMINI_", "GOPHERGEM_"))
-    }
-    env["GEMINI_TOFU_STORAGE_PATH"] = str(tmp_path / "tofu.json")
-    env["GEMINI_CLIENT_CERTS_STORAGE_PATH"] = str(tmp_path / "identities")
-    return env
-
-
-def gophergem(
-    args: list[str], environ: dict[str, str], **options: object
-) -> subprocess.CompletedProcess[str]:
-    options.setdefault("stdout", subprocess.PIPE)
-    return subprocess.run(  # type: ignore[call-overload, no-any-return]
-        [*console_script(), *args],
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=DEADLINE,
-        **options,
-    )
-
-
-def assert_one_line(stderr: str) -> None:
-    assert "Traceback" not in stderr and "Unhandled" not in stderr, stderr
-    assert len(stderr.strip().splitlines()) == 1, stderr
-    assert stderr.startswith("gophergem"), stderr
 
 
 @pytest.mark.parametrize(
@@ -175,12 +140,6 @@ def busy_port() -> Iterator[int]:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         yield listener.getsockname()[1]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_serve_port_in_use(busy_port: int, environ: dict[str, str]) -> None:

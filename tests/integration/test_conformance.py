@@ -41,8 +41,9 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.daemon import Daemon, daemon_env, http_daemon_argv, running
+
 from .conftest import REPO_ROOT, GopherServer, _missing_peer
-from .test_http import Daemon, daemon_env, http_daemon_argv, running
 
 pytestmark = pytest.mark.integration
 

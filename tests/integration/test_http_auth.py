@@ -8,7 +8,6 @@ Nothing here binds or connects to anything but 127.0.0.1.
 
 from __future__ import annotations
 
-import http.client
 import json
 import signal
 import time
@@ -17,33 +16,12 @@ from pathlib import Path
 import pytest
 
 from gophergem.auth.tokens import add_token
-from tests.mcp_helpers import bearer_session
+from tests.helpers.daemon import daemon_env, http_get, post_mcp, running, serve_argv
+from tests.helpers.mcp import bearer_session
 
 from .conftest import LOOPBACK, run_async
-from .test_http import daemon_env, http_get, running, serve_argv
 
 pytestmark = pytest.mark.integration
-
-
-def post_mcp(port: int, headers: dict[str, str]) -> http.client.HTTPResponse:
-    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    try:
-        connection.request(
-            "POST",
-            "/mcp",
-            body=body,
-            headers={
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                **headers,
-            },
-        )
-        response = connection.getresponse()
-        response.read()
-        return response
-    finally:
-        connection.close()
 
 
 def test_token_file_authentication(tmp_path: Path) -> None:

@@ -22,12 +22,11 @@ from typing import Any
 import jwt
 import pytest
 
-from tests.idp_helpers import RSA_KEY, hs256_with_public_key, jwk_of, unsigned
-from tests.mcp_helpers import bearer_session
+from tests.helpers.daemon import daemon_env, http_get, post_mcp, running, serve_argv
+from tests.helpers.idp import RSA_KEY, hs256_with_public_key, jwk_of, unsigned
+from tests.helpers.mcp import bearer_session
 
 from .conftest import LOOPBACK, run_async
-from .test_http import daemon_env, http_get, running, serve_argv
-from .test_http_auth import post_mcp
 
 pytestmark = pytest.mark.integration
 

@@ -38,12 +38,13 @@ from typing import Any
 import pytest
 
 from gophergem.auth.tokens import add_token
-from tests.mcp_helpers import bearer_session
+from tests.helpers.daemon import daemon_env, http_daemon_argv, http_get, running, serve_argv
+from tests.helpers.mcp import bearer_session
+from tests.integration.conftest import REPO_ROOT
 from tests.servers.redis import RedisServer, find_redis_server, start_rate
 
 from .conftest import LOOPBACK, GopherServer, run_async, tool_payload, unused_loopback_port
 from .gemini_peers import HOSTNAME, CertPair, GeminiCerts
-from .test_http import REPO_ROOT, daemon_env, http_daemon_argv, http_get, running, serve_argv
 
 pytestmark = pytest.mark.integration
 

@@ -94,7 +94,7 @@ def test_the_daemon_on_loopback_serves_the_page_on_its_own_site(
     """C{gophergem serve} bound to 127.0.0.1: the page is C{/input/<token>} of its own site."""
     from mcp import Client
 
-    from .test_http import running, serve_argv
+    from tests.helpers.daemon import running, serve_argv
 
     asked: list[Any] = []
     posted: list[str] = []

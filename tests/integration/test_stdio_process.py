@@ -31,8 +31,9 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.hostile_process import _stop, gophergem_env
+
 from .conftest import LOOPBACK
-from .test_hostile_loopback import _stop, gophergem_env
 
 pytestmark = pytest.mark.integration
 

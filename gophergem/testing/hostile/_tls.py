@@ -8,7 +8,7 @@ new key every time, or only old TLS versions).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
@@ -18,7 +18,6 @@ from gophergem.testing import make_certificate
 
 if TYPE_CHECKING:
     from gophergem.testing.hostile._engine import NamedServer
-    from gophergem.tls import _OpenSSLPrivateKey
 
 
 @implementer(IOpenSSLServerConnectionCreator)
@@ -50,8 +49,9 @@ class HostileTLS:
 
     def _context(self) -> Any:
         from cryptography import x509
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
         from OpenSSL import SSL
+
+        from gophergem.tls import use_private_key
 
         cert_pem, key_pem = self._current()
         context = SSL.Context(SSL.TLS_SERVER_METHOD)
@@ -59,7 +59,7 @@ class HostileTLS:
             context.set_min_proto_version(0)
             context.set_max_proto_version(self.max_version)
         context.use_certificate(x509.load_pem_x509_certificate(cert_pem))
-        context.use_privatekey(cast("_OpenSSLPrivateKey", load_pem_private_key(key_pem, None)))
+        use_private_key(context, key_pem)
         return context
 
     def serverConnectionForTLS(self, tlsProtocol: Any) -> Any:

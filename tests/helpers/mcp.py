@@ -10,6 +10,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from mcp import Client
+
+from gophergem.mcp.server import build_server
 from gophergem.testing import FakeGopherServer, MemoryNetwork
 
 T = TypeVar("T")
@@ -78,3 +81,15 @@ async def bearer_session(url: str, token: str, mode: str, **options: Any) -> Asy
         Client(streamable_http_client(url, http_client=client), mode=mode, **options) as session,
     ):
         yield session
+
+
+def call(name: str, arguments: dict[str, Any], **fetcher_options: Any) -> tuple[Any, Any]:
+    net, _ = network()
+    mcp_server = build_server(net.fetcher(**fetcher_options))
+
+    async def body() -> tuple[Any, Any]:
+        async with Client(mcp_server) as client:
+            tools = await client.list_tools()
+            return tools, await client.call_tool(name, arguments)
+
+    return run_with_network(net, body)
