@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gophergem import cli
-from gophergem.cli import _runner, main, render
+from gophergem.cli import _runner, main
 from gophergem.cli import trust as trust_command
 from gophergem.config import SETTINGS
 from gophergem.state.files import FileIdentityStore, FilePinStore
@@ -90,22 +90,6 @@ def test_trust_import_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
     captured = capsys.readouterr()
     assert status == 2
     assert captured.err.startswith("gophergem: ") and captured.out == ""
-
-
-@pytest.mark.parametrize(
-    ("data", "expected"),
-    [
-        ({"kind": "input", "prompt": "Name?", "sensitive": False}, "input wanted: Name?"),
-        ({"kind": "error", "error": {"code": "TIMEOUT", "message": "slow"}}, "error TIMEOUT: slow"),
-        (
-            {"kind": "redirect", "new_url": "gemini://x/", "permanent": True},
-            "redirect (permanent): gemini://x/",
-        ),
-    ],
-)
-def test_render(data: dict, expected: str) -> None:
-    """The terminal rendering names each kind plainly."""
-    assert render(data).startswith(expected)
 
 
 # --- settings anywhere, usage errors -----------------------------------------------------
@@ -358,56 +342,6 @@ def test_identity_lifecycle(stores: dict[str, str], capsys: pytest.CaptureFixtur
     status, out, _ = run(["identity", "remove", url, entry["fingerprint"]], stores, capsys)
     assert status == 0 and entry["fingerprint"] in out
     assert FileIdentityStore(stores["GEMINI_CLIENT_CERTS_STORAGE_PATH"]).all() == []
-
-
-# --- the readable rendering --------------------------------------------------------------
-
-
-def test_render_error_keeps_every_field() -> None:
-    """An error shows its status, the capsule's meta (as theirs) and when to retry."""
-    shown = render(
-        {
-            "kind": "error",
-            "request_info": {"url": "gemini://x/"},
-            "error": {
-                "code": "SLOW_DOWN",
-                "message": "Slow down.",
-                "status": 44,
-                "meta": "patience, friend",
-                "retry_after_seconds": 60.0,
-                "next_step": "Wait.",
-            },
-        }
-    )
-    assert "SLOW_DOWN" in shown and "44" in shown
-    assert "the server said: patience, friend" in shown
-    assert "try again in 60 s" in shown and "next: Wait." in shown
-
-
-def test_render_notes() -> None:
-    """The size-cap and incomplete notes and TLS warnings are shown, not dropped."""
-    shown = render(
-        {
-            "kind": "text",
-            "request_info": {"url": "gopher://x/0/a"},
-            "text": "body",
-            "size_capped": True,
-            "incomplete": True,
-            "incomplete_reason": "connection_reset",
-            "note": "The server sent more than the configured size cap. The connection broke.",
-            "next_offset": 4,
-        }
-    )
-    assert "body" in shown and "size cap" in shown and "connection broke" in shown
-    assert "incomplete (connection_reset)" in shown and "--offset 4" in shown
-    gemini = render(
-        {
-            "kind": "success",
-            "request_info": {"url": "gemini://x/", "tofu_warning": "first visit"},
-            "content": "hi",
-        }
-    )
-    assert "warning: first visit" in gemini
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,6 @@ from gophergem._version import __version__
 from gophergem.cli import db, feeds, fetch, identity, serve, token, trust
 from gophergem.cli._runner import _config, _fail, _Parser, _settings, _stdout_gone
 from gophergem.cli.feeds import feeds_command as feeds_command
-from gophergem.cli.fetch import render as render
 from gophergem.config import ConfigError, misspelled_settings
 
 __all__ = ["main"]
