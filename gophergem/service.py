@@ -144,9 +144,9 @@ def makeService(
         starter.setName("state")  # type: ignore[no-untyped-call]  # Twisted: unannotated
         starter.setServiceParent(top)  # type: ignore[no-untyped-call]  # Twisted: unannotated
         return top
-    from gophergem.state.files import FileState
+    from gophergem.state.backends import file_backend
 
-    http.add_to(top, FileState.from_config(config), None)
+    http.add_to(top, file_backend(config), None)
     return top
 
 

@@ -57,11 +57,10 @@ async def _open_state(
     config: Config, environ: Mapping[str, str], reactor: Any, *, identities: bool
 ) -> Any:
     """
-    The state the daemon uses: a L{gophergem.state.postgres.PostgresState}
-    when C{GOPHERGEM_DATABASE_URL} is set (connected, its schema checked),
-    else the L{gophergem.state.files.FileState} of this machine.  Either way
-    it gives C{pins(principal)}, C{identities(principal)},
-    C{feeds(principal)} and C{close()}.
+    The state the daemon uses, an L{IStateBackend<gophergem.interfaces.IStateBackend>}
+    picked by L{gophergem.state.backends.open_backend}: the database when
+    C{GOPHERGEM_DATABASE_URL} is set (connected, its schema checked), else
+    the files of this machine.
 
     @param identities: Whether the command uses client identities (then a
         database needs C{GOPHERGEM_DATABASE_KEY_FILE}).
@@ -70,20 +69,20 @@ async def _open_state(
         reached.
     @raise ValueError: A setting that cannot be used (a bad path or key file).
     """
-    if config.state.database_url is None:
-        from gophergem.state.files import FileState
+    from gophergem.state.backends import open_backend
 
-        return FileState.from_config(config, environ)
+    if config.state.database_url is None:
+        return await open_backend(config, reactor, environ=environ)
     import logging
 
-    from gophergem.state.postgres import PostgresState, SchemaBehind
+    from gophergem.state import SchemaBehind
 
     # The driver's own warnings (a refused connection) would be lines besides
     # ours: they go to the log file, when there is one, and nowhere else.
     level = logging.getLogger().getEffectiveLevel() if config.log.file else logging.CRITICAL
     logging.getLogger("psycopg").setLevel(level)
     try:
-        return await PostgresState.from_config(config, reactor, identities=identities)
+        return await open_backend(config, reactor, environ=environ, identities=identities)
     except SchemaBehind as behind:
         raise _Refusal(f"{behind}.", 1) from None
 

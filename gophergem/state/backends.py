@@ -19,7 +19,7 @@ from twisted.internet.defer import Deferred, succeed
 from gophergem.config import Config
 from gophergem.interfaces import IStateBackend
 
-__all__ = ["open_backend"]
+__all__ = ["file_backend", "open_backend"]
 
 
 def open_backend(
@@ -49,10 +49,7 @@ def open_backend(
         older than this version.
     """
     if config.state.database_url is None:
-        from gophergem.state.files import FileState
-
-        files: IStateBackend = FileState.from_config(config, environ)
-        return succeed(files)
+        return succeed(file_backend(config, environ))
     from gophergem.state.postgres import PostgresState
 
     connecting = PostgresState.from_config(config, reactor, identities=identities)
@@ -61,3 +58,17 @@ def open_backend(
         return await connecting
 
     return Deferred.fromCoroutine(connected())
+
+
+def file_backend(config: Config, environ: Mapping[str, str] | None = None) -> IStateBackend:
+    """
+    This machine's files as a state backend, at once: what L{open_backend}
+    gives without a database URL, for callers that cannot wait (a daemon
+    wired before its reactor runs).
+
+    @raise ValueError: For a data directory that cannot be found.
+    """
+    from gophergem.state.files import FileState
+
+    files: IStateBackend = FileState.from_config(config, environ)
+    return files

@@ -131,16 +131,11 @@ class SharedStateService(MultiService):
         # psycopg's pool reports each failed attempt through the logging
         # module; gophergem says it once, in its own words.
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
-        state: Any
+        from gophergem.state.backends import open_backend
+
+        state = await open_backend(config, reactor)
         if config.state.database_url is not None:
-            from gophergem.state.postgres import PostgresState
-
-            state = await PostgresState.from_config(config, reactor)
             self._backends.append(state)
-        else:
-            from gophergem.state.files import FileState
-
-            state = FileState.from_config(config)
         policy = None
         if config.state.redis_url is not None:
             from gophergem.state.redis import RedisPolicy
