@@ -136,9 +136,12 @@ def test_killed_writer_loses_no_acknowledged_pin(tmp_path: Path) -> None:
     assert child.stdout is not None
     acknowledged = [child.stdout.readline().strip() for _ in range(30)]
     os.kill(child.pid, signal.SIGKILL)
-    rest, _ = child.communicate(timeout=10)
-    acknowledged += rest.split()
-    assert child.returncode == -signal.SIGKILL
+    # Read the rest through the same text stream: communicate() reads the raw
+    # pipe and would miss lines readline() has already buffered.
+    acknowledged += child.stdout.read().split()
+    assert child.wait(timeout=10) == -signal.SIGKILL
+    assert child.stdin is not None
+    child.stdin.close()
 
     store = FilePinStore(path, lock_timeout=1.0)
     stored = {pin.host for pin in store.all()}
