@@ -30,7 +30,7 @@ from twisted.internet.defer import Deferred
 
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
-from gophergem.mcp._sdk import publish_output_schema
+from gophergem.mcp._sdk import input_schema, publish_input_schema, publish_output_schema
 from gophergem.render.memo import render, render_batch
 from gophergem.render.payloads import tool_error_payload
 from gophergem.render.text import compact_text
@@ -50,6 +50,7 @@ __all__ = [
     "confirmed",
     "fetch_result",
     "fetcher_of",
+    "lean_input_schema",
     "may_proceed",
     "tool_error",
     "tool_result",
@@ -101,14 +102,50 @@ def add_tool(
     description: str,
     annotations: ToolAnnotations,
 ) -> None:
-    """Add the tool C{fn} to C{server}, publishing its output schema as data."""
+    """
+    Add the tool C{fn} to C{server}, publishing its output schema as data
+    and its input schema lean (L{lean_input_schema}).
+    """
     server.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+    publish_input_schema(server, name, lean_input_schema(input_schema(server, name)))
     model = None
     if check_output:
         from gophergem.mcp.schemas import OUTPUT_MODELS
 
         model = OUTPUT_MODELS[name]
     publish_output_schema(server, name, OUTPUT_SCHEMAS[name], model)
+
+
+def lean_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """
+    A tool's input schema as a model reads it best, with the same facts:
+    without the C{title} keywords pydantic derives from the function's and
+    the arguments' names (an argument I{named} title stays), a nullable
+    argument's C{anyOf: [X, null]} as X with C{null} in its C{type}, and no
+    C{default: null} (an argument left out is null).  Every tool definition
+    is read by the model on every turn: these are characters it pays for.
+    """
+    lean = {key: value for key, value in schema.items() if key != "title"}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        lean["properties"] = {name: _lean_argument(prop) for name, prop in properties.items()}
+    return lean
+
+
+def _lean_argument(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return prop
+    out = {key: value for key, value in prop.items() if key != "title"}
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        (branch,) = (b for b in branches if b != {"type": "null"})
+        if isinstance(branch, dict) and isinstance(branch.get("type"), str):
+            del out["anyOf"]
+            rest = {key: value for key, value in branch.items() if key not in out}
+            out = {**rest, **out, "type": [branch["type"], "null"]}
+            if out.get("default", ...) is None:
+                del out["default"]
+    return out
 
 
 def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
