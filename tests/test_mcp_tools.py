@@ -29,11 +29,11 @@ from gophergem.results import FetchResult
 REFUSED = InvalidRequest(message="Give 1 to 50 URLs.")
 
 
-def raises() -> Deferred[list[FetchResult]]:
+def raises(told: Any) -> Deferred[list[FetchResult]]:
     raise REFUSED
 
 
-def fails() -> Deferred[list[FetchResult]]:
+def fails(told: Any) -> Deferred[list[FetchResult]]:
     return fail(REFUSED)
 
 
@@ -51,7 +51,7 @@ def test_refused_batch_is_an_error_result(start: Any) -> None:
 
 def test_empty_batch_result_is_no_error() -> None:
     """A batch that ran is never an error result, whatever its items say."""
-    result = asyncio.run(batch_result(lambda: succeed([])))
+    result = asyncio.run(batch_result(lambda told: succeed([])))
     assert result.is_error is False
     assert result.structured_content == {"result": []}
 

@@ -6,8 +6,9 @@ identities), L{gophergem.mcp.tools.feeds} and L{gophergem.mcp.tools.search};
 each has a C{register} that adds its tools to a server.
 
 This module holds what they share: the tool annotations, finding the
-fetcher a tool serves, awaiting its Deferreds, shaping a tool result, and
-asking the user (the SDK's C{Elicit} answers).
+fetcher a tool serves, awaiting its Deferreds, shaping a tool result,
+reporting progress (L{Progress}), and asking the user (the SDK's C{Elicit}
+answers).
 
 Tools are module-level functions; the L{IFetcher} they call is the one the
 server was built with, found through the call's C{Context} (L{fetcher_of}),
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
@@ -27,6 +29,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from twisted.internet.defer import Deferred
+from twisted.logger import Logger
 
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
@@ -35,6 +38,7 @@ from gophergem.render.memo import render, render_batch
 from gophergem.render.payloads import tool_error_payload
 from gophergem.render.text import compact_text
 from gophergem.results import FetchResult, GeminiResult
+from gophergem.url import safe_echo
 
 __all__ = [
     "DESTRUCTIVE",
@@ -43,6 +47,7 @@ __all__ = [
     "OUTPUT_SCHEMAS",
     "READ_ONLY",
     "Consent",
+    "Progress",
     "add_tool",
     "asked",
     "batch_result",
@@ -58,6 +63,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_log = Logger()
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False)
 """The fetch tools: they read the open world and change nothing."""
@@ -197,17 +204,81 @@ def tool_error(error: GophergemError) -> CallToolResult:
     return tool_result(tool_error_payload(error))
 
 
+class Progress:
+    """
+    The progress notifications of one call: one per part done, numbered in
+    the order they complete, each naming the part (a URL, a feed).
+
+    L{step} is called from Twisted callbacks (plain functions) on the shared
+    loop; the notifications go out one after the other, in that order, from
+    one sending task, and L{finish} waits until all are out, so that every
+    one comes before the call's result.  The SDK's C{report_progress} sends
+    nothing unless the request carried a progress token, in either era;
+    progress is a courtesy: a notification that cannot be sent is dropped.
+    """
+
+    def __init__(self, ctx: Context[Any, Any], total: int | None = None) -> None:
+        self._ctx = ctx
+        self.total = total
+        self.done = 0
+        self._waiting: deque[tuple[int, int | None, str]] = deque()
+        self._sending: asyncio.Task[None] | None = None
+
+    def step(self, message: str) -> None:
+        """One more part is done: C{message} names it."""
+        self.done += 1
+        self._waiting.append((self.done, self.total, message))
+        if self._sending is None or self._sending.done():
+            self._sending = asyncio.get_running_loop().create_task(self._send())
+
+    async def _send(self) -> None:
+        while self._waiting:
+            done, total, message = self._waiting.popleft()
+            try:
+                await self._ctx.report_progress(done, total, message)
+            except Exception:
+                _log.failure("a progress notification could not be sent")
+
+    async def finish(self) -> None:
+        """Wait until every notification is out."""
+        if self._sending is not None:
+            await self._sending
+
+    def cancel(self) -> None:
+        """Send nothing more (the call is over without its result)."""
+        self._waiting.clear()
+        if self._sending is not None:
+            self._sending.cancel()
+
+
 async def batch_result(
-    start: Callable[[], Deferred[list[FetchResult]] | Deferred[list[GeminiResult]]],
+    start: Callable[
+        [Callable[[int], object]],
+        Deferred[list[FetchResult]] | Deferred[list[GeminiResult]],
+    ],
+    ctx: Context[Any, Any] | None = None,
+    urls: list[str] | None = None,
 ) -> CallToolResult:
     """
     Run a batch fetch: C{{"result": [...]}} in input order, never an error;
     or, when the batch itself is refused (empty, too long), C{isError} with
     the reason under C{error}, whether C{start} raised it or its Deferred
     failed with it.
+
+    C{start} is given the fetcher's C{progress} callback; with a C{ctx} and
+    the batch's C{urls}, each URL done is a progress notification (the
+    total is the number of URLs, the message the URL).
     """
+    progress = Progress(ctx, len(urls)) if ctx is not None and urls is not None else None
+
+    def told(index: int) -> None:
+        if progress is not None and urls is not None:
+            progress.step(safe_echo(str(urls[index]), 512))
+
     try:
-        results: list[Any] = await wait_for(start())
+        results: list[Any] = await wait_for(start(told))
+        if progress is not None:
+            await progress.finish()
     except GophergemError as error:
         refused = error.fields()
         return CallToolResult(
@@ -215,6 +286,10 @@ async def batch_result(
             structured_content={"result": [], "error": refused},
             is_error=True,
         )
+    except BaseException:
+        if progress is not None:
+            progress.cancel()
+        raise
     data, text = render_batch(results)
     return tool_result(data, error=False, text=text)
 

@@ -352,7 +352,9 @@ async def gemini_batch_fetch(
 ) -> CallToolResult:
     """Fetch a batch of Gemini URLs through the server's fetcher."""
     fetcher = fetcher_of(ctx)
-    return await batch_result(lambda: fetcher.gemini_batch(urls, refresh=refresh))
+    return await batch_result(
+        lambda told: fetcher.gemini_batch(urls, refresh=refresh, progress=told), ctx, urls
+    )
 
 
 def register(server: MCPServer[Any]) -> None:

@@ -65,7 +65,9 @@ async def gopher_batch_fetch(
 ) -> CallToolResult:
     """Fetch a batch of Gopher URLs through the server's fetcher."""
     fetcher = fetcher_of(ctx)
-    return await batch_result(lambda: fetcher.gopher_batch(urls, refresh=refresh))
+    return await batch_result(
+        lambda told: fetcher.gopher_batch(urls, refresh=refresh, progress=told), ctx, urls
+    )
 
 
 def register(server: MCPServer[Any]) -> None:
