@@ -38,7 +38,7 @@ from gophergem.auth.principals import Principals
 from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.interfaces import IFetcher, ISecretInput
-from gophergem.mcp import prompts, resources
+from gophergem.mcp import completions, prompts, resources
 from gophergem.mcp._sdk import add_request_handler, connection_of
 from gophergem.mcp.caller import current_principal
 from gophergem.mcp.tools import feeds as feed_tools
@@ -118,6 +118,8 @@ class GophergemServer(MCPServer[Any]):
         """Where a capsule's secret input is asked for (see L{ISecretInput})."""
         self.principals: Principals | None = None
         """Each authenticated caller's fetcher and follower; C{None}: one for all."""
+        self.recent = completions.RecentUrls()
+        """The URLs each principal fetched lately (offered as completions)."""
         self._telling: set[asyncio.Task[None]] = set()
         self.relay: Any = None
         """Where announcements go to every replica (L{gophergem.state.redis.RedisEvents})."""
@@ -381,6 +383,7 @@ def build_server(
         search_tools.register(server)
         resources.register(server, config)
         prompts.register(server)
+        completions.register(server)
     if follower is not None:
         feed_tools.register(server, follower)
     return server

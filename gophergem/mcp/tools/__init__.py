@@ -34,6 +34,7 @@ from twisted.logger import Logger
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
 from gophergem.mcp._sdk import input_schema, publish_input_schema, publish_output_schema
+from gophergem.mcp.completions import remember
 from gophergem.render.memo import render, render_batch
 from gophergem.render.payloads import tool_error_payload
 from gophergem.render.text import compact_text
@@ -193,9 +194,16 @@ def tool_result(
     )
 
 
-def fetch_result(result: FetchResult | GeminiResult) -> CallToolResult:
-    """The tool result of one fetch (a cache hit's rendering is kept, see L{render})."""
+def fetch_result(
+    result: FetchResult | GeminiResult, ctx: Context[Any, Any] | None = None
+) -> CallToolResult:
+    """
+    The tool result of one fetch (a cache hit's rendering is kept, see
+    L{render}); with the call's C{ctx}, its URL is one the caller fetched
+    (offered again as a completion, see L{gophergem.mcp.completions}).
+    """
     data, text = render(result)
+    remember(ctx, [data])
     return tool_result(data, text=text)
 
 
@@ -291,6 +299,7 @@ async def batch_result(
             progress.cancel()
         raise
     data, text = render_batch(results)
+    remember(ctx, data["result"])
     return tool_result(data, error=False, text=text)
 
 

@@ -187,7 +187,7 @@ async def gemini_fetch(
         answered = await _secret_input(ctx, url, result, offset)
         if answered is not None:
             return answered
-    return fetch_result(result)
+    return fetch_result(result, ctx)
 
 
 # --- a capsule's secret input (status 11), outside the assistant's sight -------

@@ -53,7 +53,7 @@ async def gopher_fetch(
     """Fetch one Gopher URL through the server's fetcher."""
     fetcher = fetcher_of(ctx)
     result = await wait_for(fetcher.gopher(url, search=search, offset=offset, refresh=refresh))
-    return fetch_result(result)
+    return fetch_result(result, ctx)
 
 
 async def gopher_batch_fetch(
