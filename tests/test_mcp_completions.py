@@ -9,6 +9,7 @@ or silent store gives fewer completions, never an error.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -232,3 +233,52 @@ def test_a_server_without_prompts_does_not_advertise_completions() -> None:
             return client.server_capabilities.completions
 
     assert run_with_network(net, body) is None
+
+
+def test_each_principal_is_offered_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    On a team server, Alice's fetches, subscriptions and identities complete
+    for Alice; Bob, and the unauthenticated owner, are offered none of them.
+    """
+    from gophergem.auth.principals import Principals
+    from tests.test_auth_principals import ALICE, BOB, Caller
+    from tests.test_state_files import file_state
+
+    caller = Caller(monkeypatch)
+    monkeypatch.setattr(completions, "current_principal", lambda: caller.principal)
+    net = network()
+    fetcher = net.fetcher()
+    follower = Follower(fetcher, MemoryFeedStore(), now=net.reactor.seconds)
+    server = build_server(
+        fetcher,
+        Config(),
+        follower=follower,
+        principals=Principals(fetcher, file_state(tmp_path), follower),
+    )
+
+    async def offered() -> list[str]:
+        async with Client(server) as client:
+            answer = await client.complete(EXPLORE, {"name": "url", "value": ""})
+            return answer.completion.values
+
+    async def body() -> dict[str | None, list[str]]:
+        async with Client(server) as client:
+            caller.principal = ALICE
+            await client.call_tool("gopher_fetch", {"url": "gopher://g.example/"})
+            await client.call_tool("feed_subscribe", {"url": GEMLOG_URL})
+            scope = {"url": "gemini://localhost/app/", "action": "create"}
+            await client.call_tool("gemini_client_cert_update", scope)
+        seen: dict[str | None, list[str]] = {}
+        for who in (ALICE, BOB, None):
+            caller.principal = who
+            seen[who] = await offered()
+        return seen
+
+    seen = run_with_network(net, body)
+    mine = ["gopher://g.example/1", GEMLOG_URL, "gemini://localhost/app/"]
+    assert seen[ALICE] == [*mine[:2], "gemini://localhost/", mine[2]]
+    pinned = ["gemini://localhost/"]  # pins are shared by default: they describe hosts
+    assert seen[BOB] == pinned
+    assert seen[None] == pinned
