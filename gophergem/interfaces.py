@@ -253,11 +253,17 @@ class IFetcher(Interface):
     ) -> Deferred[FetchResult]:
         """Fetch one gopher:// URL; C{offset} counts items (menus) or characters."""
 
-    def gopher_batch(urls: Sequence[str], *, refresh: bool = False) -> Deferred[list[FetchResult]]:
+    def gopher_batch(
+        urls: Sequence[str],
+        *,
+        refresh: bool = False,
+        progress: Callable[[int], object] | None = None,
+    ) -> Deferred[list[FetchResult]]:
         """
         Fetch 1 to 50 gopher:// URLs, results in input order; for a batch of
         another size the Deferred fails with L{gophergem.errors.InvalidRequest}
-        (nothing is raised on the call).
+        (nothing is raised on the call).  C{progress}, if given, is called
+        with a URL's index as soon as its result is there.
         """
 
     def gemini(
@@ -265,7 +271,12 @@ class IFetcher(Interface):
     ) -> Deferred[GeminiResult]:
         """Fetch one gemini:// URL; C{input} answers a 10/11 prompt."""
 
-    def gemini_batch(urls: Sequence[str], *, refresh: bool = False) -> Deferred[list[GeminiResult]]:
+    def gemini_batch(
+        urls: Sequence[str],
+        *,
+        refresh: bool = False,
+        progress: Callable[[int], object] | None = None,
+    ) -> Deferred[list[GeminiResult]]:
         """Fetch 1 to 50 gemini:// URLs; see L{gopher_batch}."""
 
     def trust_presented(host: str, port: int, presented: PresentedCertificate) -> Deferred[Pin]:

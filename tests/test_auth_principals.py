@@ -18,27 +18,13 @@ from mcp.server.subscriptions import ResourceUpdated
 
 from gophergem.auth.principals import Principals
 from gophergem.feeds.follow import Follower
-from gophergem.mcp import caller as mcp_caller
-from gophergem.mcp import server as mcp_server
 from gophergem.mcp.server import PrincipalBus, build_server
 from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import MemoryNetwork
 from tests.helpers.mcp import run_with_network
 from tests.helpers.mcp_gemini import Asker, capsule, data, error_code
+from tests.helpers.principals import ALICE, BOB, Caller
 from tests.helpers.state import file_state
-
-ALICE = "token:alice"
-BOB = "token:bob"
-
-
-class Caller:
-    """Stands in for the access token of the request being served."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.principal: str | None = None
-        # The one reader, and the name the server module imported from it.
-        for module in (mcp_caller, mcp_server):
-            monkeypatch.setattr(module, "current_principal", lambda: self.principal)
 
 
 def test_the_owner_gets_the_servers_own_fetcher_and_follower(tmp_path: Path) -> None:

@@ -19,32 +19,19 @@ from gophergem.feeds.follow import Follower
 from gophergem.mcp.server import build_server
 from gophergem.mcp.tools.feeds import UPDATES_URI
 from gophergem.state.memory import MemoryFeedStore
-from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
 from tests.helpers.feeds import (
     BASE,
     CACHE_TTL,
-    GEMINI_IP,
     GEMLOG,
-    GOPHER_IP,
     HOLE,
     INJECTION,
     OLD_ATOM,
-    PHLOG,
     gemtext,
 )
 from tests.helpers.mcp import run_with_network
-from tests.helpers.mcp_feeds import TOOLS, Call, drive, error_code
+from tests.helpers.mcp_feeds import TOOLS, Call, drive, error_code, network
 
 ERAS = ["legacy", "2026-07-28"]
-
-
-def network() -> tuple[MemoryNetwork, FakeGeminiServer, FakeGopherServer]:
-    net = MemoryNetwork()
-    net.resolver.add("localhost", GEMINI_IP)
-    net.resolver.add("g.example", GOPHER_IP)
-    capsule = net.listen_gemini(GEMINI_IP, 1965, FakeGeminiServer({"/gemlog/": GEMLOG}))
-    hole = net.listen(GOPHER_IP, 70, FakeGopherServer({b"/phlog": PHLOG}))
-    return net, capsule, hole
 
 
 def ok(result: Any, kind: str) -> dict[str, Any]:

@@ -19,8 +19,10 @@ from pydantic import BaseModel
 from gophergem.mcp._sdk import (
     connection_of,
     discard_session,
+    input_schema,
     live_sessions,
     lowlevel_server,
+    publish_input_schema,
     publish_output_schema,
     sdk_output_schema,
 )
@@ -136,3 +138,25 @@ def test_connection_of_sees_through_session_handles() -> None:
     assert "self._connection" in inspect.getsource(ServerSession)
     marker = object()
     assert connection_of(marker) is marker
+
+
+def test_published_input_schema_is_advertised_and_arguments_still_checked() -> None:
+    """
+    The input schema a tool publishes can be replaced; the SDK still checks
+    the arguments against the tool's parameters.
+    """
+    server = _probe_server()
+    assert input_schema(server, "probe")["properties"]["bad"]["type"] == "boolean"
+    publish_input_schema(server, "probe", {"type": "object", "properties": {}})
+    (tool,) = asyncio.run(server.list_tools())
+    assert tool.input_schema == {"type": "object", "properties": {}}
+    with pytest.raises(Exception, match="bad"):
+        _call_with(server, {"bad": "not a boolean"})
+    with pytest.raises(KeyError):
+        publish_input_schema(server, "nope", {})
+    with pytest.raises(KeyError):
+        input_schema(server, "nope")
+
+
+def _call_with(server: MCPServer[Any], arguments: dict[str, Any]) -> Any:
+    return asyncio.run(server.call_tool("probe", arguments))

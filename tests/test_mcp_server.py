@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from gophergem.mcp.server import argument_errors, build_server
+from gophergem.render.text import menu_links
 from tests.helpers.mcp import call, network, run_with_network
 
 
@@ -63,9 +64,7 @@ def test_menu_result() -> None:
     assert "\n" not in text and ": " not in text
     compact = json.loads(text)
     assert compact["kind"] == "menu"
-    assert [i.get("next_url", "") for i in compact["items"]] == [
-        i["next_url"] for i in data["items"]
-    ]
+    assert menu_links(compact) == [i["next_url"] for i in data["items"]]
 
 
 def test_error_result_sets_is_error() -> None:

@@ -376,8 +376,13 @@ class Follower:
         keys = [s.url for s in await self.subscriptions()] if urls is None else list(urls)
         return await self._check_keys(keys)
 
-    async def _check_keys(self, keys: Sequence[str]) -> list[FeedError]:
+    async def _check_keys(
+        self, keys: Sequence[str], progress: Callable[[str, int], object] | None = None
+    ) -> list[FeedError]:
         checks = [Deferred.fromCoroutine(self._check(key)) for key in keys]
+        if progress is not None:
+            for key, check in zip(keys, checks, strict=True):
+                check.addBoth(_told, progress, key, len(keys))
         outcomes = await DeferredList(checks, consumeErrors=True)
         errors = []
         for key, (ok, value) in zip(keys, outcomes, strict=True):
@@ -400,6 +405,7 @@ class Follower:
         since: str | None = None,
         mark_read: bool = True,
         limit: int = DEFAULT_LIMIT,
+        progress: Callable[[str, int], object] | None = None,
     ) -> Deferred[Updates]:
         """
         Check the subscriptions (or the one at C{url}) and return what is
@@ -409,11 +415,20 @@ class Follower:
 
         Fails with L{NotSubscribed} when C{url} is given and not followed,
         with L{InvalidRequest} for a bad C{limit} or C{since}.
+
+        @param progress: Called as each subscription's check ends, in the
+            order they end, with its URL and how many are being checked
+            (what it raises is logged and changes nothing).
         """
-        return Deferred.fromCoroutine(self._updates(url, since, mark_read, limit))
+        return Deferred.fromCoroutine(self._updates(url, since, mark_read, limit, progress))
 
     async def _updates(
-        self, url: str | None, since: str | None, mark_read: bool, limit: int
+        self,
+        url: str | None,
+        since: str | None,
+        mark_read: bool,
+        limit: int,
+        progress: Callable[[str, int], object] | None = None,
     ) -> Updates:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidRequest(message=f"limit must be a whole number from 1 to {MAX_LIMIT}.")
@@ -428,7 +443,7 @@ class Follower:
                     f"{advice.name(advice.LIST_FEEDS)} to see them.",
                 )
         keys = [key] if key is not None else [s.url for s in await self.subscriptions()]
-        errors = await self._check_keys(keys)
+        errors = await self._check_keys(keys, progress)
         # A file store answers at once, after tens of milliseconds for a large
         # feed: the reactor gets a turn between two such calls.
         await self._breathe()
@@ -443,6 +458,15 @@ class Follower:
             checked=len(keys),
             errors=tuple(errors),
         )
+
+
+def _told(outcome: Any, progress: Callable[[str, int], object], url: str, total: int) -> Any:
+    """Tell C{progress} that the check of C{url} ended; pass its outcome on unchanged."""
+    try:
+        progress(url, total)
+    except Exception:
+        log.failure("feeds: a progress callback failed")
+    return outcome
 
 
 def _internal() -> FetchError:

@@ -26,6 +26,7 @@ from typing import TypeVar
 import attrs
 from twisted.internet.defer import Deferred, fail, gatherResults
 from twisted.internet.interfaces import IReactorTime
+from twisted.logger import Logger
 from zope.interface import implementer
 
 from gophergem.client.connect import Connector, TCPReactor, reactor_resolver
@@ -56,6 +57,8 @@ __all__ = ["MAX_BATCH", "Fetcher", "Offload", "run_inline"]
 MAX_BATCH = 50
 
 _R = TypeVar("_R")
+
+_log = Logger()
 
 
 @implementer(IFetcher)
@@ -223,15 +226,23 @@ class Fetcher:
         return self.gopher_pipeline.fetch(url, search=search, offset=offset, refresh=refresh)
 
     def gopher_batch(
-        self, urls: Sequence[str], *, refresh: bool = False
+        self,
+        urls: Sequence[str],
+        *,
+        refresh: bool = False,
+        progress: Callable[[int], object] | None = None,
     ) -> Deferred[list[FetchResult]]:
         """
         Fetch up to L{MAX_BATCH} Gopher URLs; results come back in input order.
 
         A batch that is empty or too long fails as a whole with
         L{InvalidRequest}; otherwise each URL gets its own result.
+
+        @param progress: Called with a URL's index in C{urls} as soon as its
+            result is there, so in the order they complete (what it raises
+            is logged and changes nothing).
         """
-        return _batch(self.gopher, urls, refresh)
+        return _batch(self.gopher, urls, refresh, progress)
 
     def gemini(
         self,
@@ -260,10 +271,14 @@ class Fetcher:
         )
 
     def gemini_batch(
-        self, urls: Sequence[str], *, refresh: bool = False
+        self,
+        urls: Sequence[str],
+        *,
+        refresh: bool = False,
+        progress: Callable[[int], object] | None = None,
     ) -> Deferred[list[GeminiResult]]:
         """Fetch up to L{MAX_BATCH} Gemini URLs; see L{gopher_batch}."""
-        return _batch(self.gemini, urls, refresh)
+        return _batch(self.gemini, urls, refresh, progress)
 
     def _gemini(self) -> GeminiPipeline:
         if self.gemini_pipeline is None:
@@ -272,11 +287,15 @@ class Fetcher:
 
 
 def _batch(
-    fetch_one: Callable[..., Deferred[_R]], urls: Sequence[str], refresh: bool
+    fetch_one: Callable[..., Deferred[_R]],
+    urls: Sequence[str],
+    refresh: bool,
+    progress: Callable[[int], object] | None = None,
 ) -> Deferred[list[_R]]:
     """
     Fetch every URL of a batch with C{fetch_one}, results in input order; a
     batch of another size than 1 to L{MAX_BATCH} fails with L{InvalidRequest}.
+    C{progress}, if given, hears each URL's index as its result arrives.
     """
     if isinstance(urls, str) or not urls or len(urls) > MAX_BATCH:
         count = 1 if isinstance(urls, str) else len(urls)
@@ -287,4 +306,17 @@ def _batch(
             )
         )
     # Concurrency and per-host pacing are enforced inside each fetch.
-    return gatherResults([fetch_one(url, refresh=refresh) for url in urls])
+    fetches = [fetch_one(url, refresh=refresh) for url in urls]
+    if progress is not None:
+        for index, fetch in enumerate(fetches):
+            fetch.addCallback(_told, progress, index)
+    return gatherResults(fetches)
+
+
+def _told(result: _R, progress: Callable[[int], object], index: int) -> _R:
+    """Tell C{progress} that the fetch at C{index} is done; pass its result on unchanged."""
+    try:
+        progress(index)
+    except Exception:
+        _log.failure("a batch's progress callback failed")
+    return result

@@ -26,8 +26,10 @@ __all__ = [
     "add_request_handler",
     "connection_of",
     "discard_session",
+    "input_schema",
     "live_sessions",
     "lowlevel_server",
+    "publish_input_schema",
     "publish_output_schema",
     "sdk_output_schema",
 ]
@@ -94,6 +96,26 @@ def publish_output_schema(
         raise KeyError(name)
     tool.fn_metadata.output_schema = schema
     tool.fn_metadata.output_model = model
+
+
+def input_schema(server: MCPServer[Any], name: str) -> dict[str, Any]:
+    """The C{inputSchema} the tool C{name} publishes (the SDK derives it from its parameters)."""
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:
+        raise KeyError(name)
+    return tool.parameters
+
+
+def publish_input_schema(server: MCPServer[Any], name: str, schema: dict[str, Any]) -> None:
+    """
+    Publish C{schema} as the C{inputSchema} of the tool C{name}.  Only what
+    C{tools/list} shows changes: the SDK still checks every call's arguments
+    against the tool's parameters (its argument model).
+    """
+    tool = server._tool_manager.get_tool(name)
+    if tool is None:
+        raise KeyError(name)
+    tool.parameters = schema
 
 
 def sdk_output_schema(model: Any) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from gophergem.config import Config
 from gophergem.feeds.follow import Follower
 from gophergem.mcp.server import build_server
 from gophergem.state.memory import MemoryFeedStore
-from gophergem.testing import MemoryNetwork
+from gophergem.testing import FakeGeminiServer, FakeGopherServer, MemoryNetwork
+from tests.helpers.feeds import GEMINI_IP, GEMLOG, GOPHER_IP, PHLOG
 from tests.helpers.mcp import run_with_network
 from tests.helpers.mcp_gemini import validator
 
@@ -62,3 +63,12 @@ def error_code(result: Any) -> str:
     assert result.is_error is True, result.structured_content
     code: str = result.structured_content["error"]["code"]
     return code
+
+
+def network() -> tuple[MemoryNetwork, FakeGeminiServer, FakeGopherServer]:
+    net = MemoryNetwork()
+    net.resolver.add("localhost", GEMINI_IP)
+    net.resolver.add("g.example", GOPHER_IP)
+    capsule = net.listen_gemini(GEMINI_IP, 1965, FakeGeminiServer({"/gemlog/": GEMLOG}))
+    hole = net.listen(GOPHER_IP, 70, FakeGopherServer({b"/phlog": PHLOG}))
+    return net, capsule, hole

@@ -314,18 +314,25 @@ def assert_same_core(structured: dict[str, Any], from_text: dict[str, Any]) -> N
     kind = structured.get("kind")
     if kind == "menu":
         # The text block may leave out what next_url already spells out
-        # (host, port, selector, and the type of a gopher:// link), so
-        # compare what a reader needs.
-        def item_type(item: dict[str, Any]) -> Any:
-            url = item.get("next_url") or ""
+        # (host, port, selector, and the type of a gopher:// link), says the
+        # shared host and port once (base + each item's path), and gives an
+        # info line as its bare text (docs/mcp.md), so compare what a reader
+        # needs.
+        from gophergem.render.text import menu_links
+
+        def item_type(item: dict[str, Any] | str, url: str) -> Any:
+            if isinstance(item, str):
+                return "i"
             if "type" in item or not url.startswith("gopher://"):
                 return item.get("type")
             return url[len("gopher://") :].partition("/")[2][:1]
 
-        def essentials(items: list[dict[str, Any]]) -> list[tuple[Any, Any, Any]]:
-            return [(item_type(i), i.get("title"), i.get("next_url") or "") for i in items]
+        def title(item: dict[str, Any] | str) -> Any:
+            return item if isinstance(item, str) else item.get("title")
 
-        assert essentials(from_text["items"]) == essentials(structured["items"])
+        pairs = zip(from_text["items"], menu_links(from_text), strict=True)
+        shown = [(item_type(i, u), title(i), u) for i, u in pairs]
+        assert shown == [(i["type"], i["title"], i["next_url"]) for i in structured["items"]]
         return
     core = {
         "text": ("text", "bytes", "charset"),

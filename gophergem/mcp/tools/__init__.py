@@ -6,8 +6,9 @@ identities), L{gophergem.mcp.tools.feeds} and L{gophergem.mcp.tools.search};
 each has a C{register} that adds its tools to a server.
 
 This module holds what they share: the tool annotations, finding the
-fetcher a tool serves, awaiting its Deferreds, shaping a tool result, and
-asking the user (the SDK's C{Elicit} answers).
+fetcher a tool serves, awaiting its Deferreds, shaping a tool result,
+reporting progress (L{Progress}), and asking the user (the SDK's C{Elicit}
+answers).
 
 Tools are module-level functions; the L{IFetcher} they call is the one the
 server was built with, found through the call's C{Context} (L{fetcher_of}),
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
@@ -27,14 +29,17 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from twisted.internet.defer import Deferred
+from twisted.logger import Logger
 
 from gophergem.errors import GophergemError
 from gophergem.interfaces import IFetcher
-from gophergem.mcp._sdk import publish_output_schema
+from gophergem.mcp._sdk import input_schema, publish_input_schema, publish_output_schema
+from gophergem.mcp.completions import remember
 from gophergem.render.memo import render, render_batch
 from gophergem.render.payloads import tool_error_payload
 from gophergem.render.text import compact_text
 from gophergem.results import FetchResult, GeminiResult
+from gophergem.url import safe_echo
 
 __all__ = [
     "DESTRUCTIVE",
@@ -43,6 +48,7 @@ __all__ = [
     "OUTPUT_SCHEMAS",
     "READ_ONLY",
     "Consent",
+    "Progress",
     "add_tool",
     "asked",
     "batch_result",
@@ -50,6 +56,7 @@ __all__ = [
     "confirmed",
     "fetch_result",
     "fetcher_of",
+    "lean_input_schema",
     "may_proceed",
     "tool_error",
     "tool_result",
@@ -57,6 +64,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+_log = Logger()
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=True, destructive_hint=False)
 """The fetch tools: they read the open world and change nothing."""
@@ -101,14 +110,50 @@ def add_tool(
     description: str,
     annotations: ToolAnnotations,
 ) -> None:
-    """Add the tool C{fn} to C{server}, publishing its output schema as data."""
+    """
+    Add the tool C{fn} to C{server}, publishing its output schema as data
+    and its input schema lean (L{lean_input_schema}).
+    """
     server.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+    publish_input_schema(server, name, lean_input_schema(input_schema(server, name)))
     model = None
     if check_output:
         from gophergem.mcp.schemas import OUTPUT_MODELS
 
         model = OUTPUT_MODELS[name]
     publish_output_schema(server, name, OUTPUT_SCHEMAS[name], model)
+
+
+def lean_input_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """
+    A tool's input schema as a model reads it best, with the same facts:
+    without the C{title} keywords pydantic derives from the function's and
+    the arguments' names (an argument I{named} title stays), a nullable
+    argument's C{anyOf: [X, null]} as X with C{null} in its C{type}, and no
+    C{default: null} (an argument left out is null).  Every tool definition
+    is read by the model on every turn: these are characters it pays for.
+    """
+    lean = {key: value for key, value in schema.items() if key != "title"}
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        lean["properties"] = {name: _lean_argument(prop) for name, prop in properties.items()}
+    return lean
+
+
+def _lean_argument(prop: Any) -> Any:
+    if not isinstance(prop, dict):
+        return prop
+    out = {key: value for key, value in prop.items() if key != "title"}
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        (branch,) = (b for b in branches if b != {"type": "null"})
+        if isinstance(branch, dict) and isinstance(branch.get("type"), str):
+            del out["anyOf"]
+            rest = {key: value for key, value in branch.items() if key not in out}
+            out = {**rest, **out, "type": [branch["type"], "null"]}
+            if out.get("default", ...) is None:
+                del out["default"]
+    return out
 
 
 def fetcher_of(ctx: Context[Any, Any]) -> IFetcher:
@@ -149,9 +194,16 @@ def tool_result(
     )
 
 
-def fetch_result(result: FetchResult | GeminiResult) -> CallToolResult:
-    """The tool result of one fetch (a cache hit's rendering is kept, see L{render})."""
+def fetch_result(
+    result: FetchResult | GeminiResult, ctx: Context[Any, Any] | None = None
+) -> CallToolResult:
+    """
+    The tool result of one fetch (a cache hit's rendering is kept, see
+    L{render}); with the call's C{ctx}, its URL is one the caller fetched
+    (offered again as a completion, see L{gophergem.mcp.completions}).
+    """
     data, text = render(result)
+    remember(ctx, [data])
     return tool_result(data, text=text)
 
 
@@ -160,17 +212,81 @@ def tool_error(error: GophergemError) -> CallToolResult:
     return tool_result(tool_error_payload(error))
 
 
+class Progress:
+    """
+    The progress notifications of one call: one per part done, numbered in
+    the order they complete, each naming the part (a URL, a feed).
+
+    L{step} is called from Twisted callbacks (plain functions) on the shared
+    loop; the notifications go out one after the other, in that order, from
+    one sending task, and L{finish} waits until all are out, so that every
+    one comes before the call's result.  The SDK's C{report_progress} sends
+    nothing unless the request carried a progress token, in either era;
+    progress is a courtesy: a notification that cannot be sent is dropped.
+    """
+
+    def __init__(self, ctx: Context[Any, Any], total: int | None = None) -> None:
+        self._ctx = ctx
+        self.total = total
+        self.done = 0
+        self._waiting: deque[tuple[int, int | None, str]] = deque()
+        self._sending: asyncio.Task[None] | None = None
+
+    def step(self, message: str) -> None:
+        """One more part is done: C{message} names it."""
+        self.done += 1
+        self._waiting.append((self.done, self.total, message))
+        if self._sending is None or self._sending.done():
+            self._sending = asyncio.get_running_loop().create_task(self._send())
+
+    async def _send(self) -> None:
+        while self._waiting:
+            done, total, message = self._waiting.popleft()
+            try:
+                await self._ctx.report_progress(done, total, message)
+            except Exception:
+                _log.failure("a progress notification could not be sent")
+
+    async def finish(self) -> None:
+        """Wait until every notification is out."""
+        if self._sending is not None:
+            await self._sending
+
+    def cancel(self) -> None:
+        """Send nothing more (the call is over without its result)."""
+        self._waiting.clear()
+        if self._sending is not None:
+            self._sending.cancel()
+
+
 async def batch_result(
-    start: Callable[[], Deferred[list[FetchResult]] | Deferred[list[GeminiResult]]],
+    start: Callable[
+        [Callable[[int], object]],
+        Deferred[list[FetchResult]] | Deferred[list[GeminiResult]],
+    ],
+    ctx: Context[Any, Any] | None = None,
+    urls: list[str] | None = None,
 ) -> CallToolResult:
     """
     Run a batch fetch: C{{"result": [...]}} in input order, never an error;
     or, when the batch itself is refused (empty, too long), C{isError} with
     the reason under C{error}, whether C{start} raised it or its Deferred
     failed with it.
+
+    C{start} is given the fetcher's C{progress} callback; with a C{ctx} and
+    the batch's C{urls}, each URL done is a progress notification (the
+    total is the number of URLs, the message the URL).
     """
+    progress = Progress(ctx, len(urls)) if ctx is not None and urls is not None else None
+
+    def told(index: int) -> None:
+        if progress is not None and urls is not None:
+            progress.step(safe_echo(str(urls[index]), 512))
+
     try:
-        results: list[Any] = await wait_for(start())
+        results: list[Any] = await wait_for(start(told))
+        if progress is not None:
+            await progress.finish()
     except GophergemError as error:
         refused = error.fields()
         return CallToolResult(
@@ -178,7 +294,12 @@ async def batch_result(
             structured_content={"result": [], "error": refused},
             is_error=True,
         )
+    except BaseException:
+        if progress is not None:
+            progress.cancel()
+        raise
     data, text = render_batch(results)
+    remember(ctx, data["result"])
     return tool_result(data, error=False, text=text)
 
 
