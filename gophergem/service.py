@@ -298,6 +298,7 @@ class _HTTPParts:
 
 def _cacheable_downloads() -> list[Any]:
     """What replicas share in the Redis response cache: the downloads, without their windows."""
+    from gophergem.fetcher._smoltext import SmolDownload
     from gophergem.fetcher.gemini import GeminiDownload
     from gophergem.fetcher.gopher import GopherDownload
     from gophergem.state.redis import Cacheable
@@ -305,4 +306,5 @@ def _cacheable_downloads() -> list[Any]:
     return [
         Cacheable(GopherDownload, transient={"windows"}),
         Cacheable(GeminiDownload, transient={"windows"}),
+        Cacheable(SmolDownload, transient={"windows"}),
     ]
