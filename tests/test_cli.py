@@ -496,3 +496,25 @@ def test_fetch_format(
     monkeypatch.setattr(_runner.sys.stdout, "isatty", lambda: tty)
     args = cli._parser().parse_args(["fetch", *flags, "gopher://example.org/"])
     assert _runner._wants_json(args) is as_json
+
+
+def test_render_input_links() -> None:
+    """A Spartan =: link is printed with its own marker."""
+    data = {
+        "kind": "gemtext",
+        "document": {
+            "lines": [
+                {
+                    "type": "link",
+                    "content": "=: /s Search",
+                    "link": {"url": "spartan://h/s", "text": "Search", "takes_input": True},
+                },
+                {
+                    "type": "link",
+                    "content": "=> /a A",
+                    "link": {"url": "spartan://h/a", "text": "A"},
+                },
+            ]
+        },
+    }
+    assert render(data).splitlines()[:2] == ["=: Search  <spartan://h/s>", "=> A  <spartan://h/a>"]
