@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.internet.protocol import Factory, Protocol
 
+from gophergem.mcp.schemas import SmolwebPayload
+from gophergem.render.payloads import payload
 from gophergem.results import (
     BinaryResult,
     FetchFailure,
@@ -27,6 +29,13 @@ from gophergem.results import (
     TextResult,
 )
 from gophergem.testing import FakeGopherServer, FakeSmolServer, MemoryNetwork
+from gophergem.testing.hostile import (
+    FINGER_BEHAVIOURS,
+    NEX_BEHAVIOURS,
+    SPARTAN_BEHAVIOURS,
+    HostilePlainServer,
+    listen_hostile,
+)
 from tests.test_fetcher_gopher import REFUSED_ANSWERS, REFUSED_LITERALS
 
 HOST_IP = "192.0.2.20"  # never dialled: the memory reactor only records it
@@ -389,3 +398,34 @@ def test_a_server_that_resets(net: MemoryNetwork) -> None:
     net.listen(HOST_IP, 79, Factory.forProtocol(Reset))
     result = net.run(net.fetcher().smolweb("finger://s.example/alice"))
     assert isinstance(result, FetchFailure) and result.error.code == "CONNECTION_FAILED"
+
+
+# --- hostile servers ------------------------------------------------------------------
+
+HOSTILE = sorted(
+    [("finger", n) for n in FINGER_BEHAVIOURS]
+    + [("nex", n) for n in NEX_BEHAVIOURS]
+    + [("spartan", n) for n in SPARTAN_BEHAVIOURS]
+)
+
+
+@pytest.mark.parametrize(("scheme", "name"), HOSTILE, ids=[f"{s}:{n}" for s, n in HOSTILE])
+def test_hostile_fetch_ends_by_the_deadline(scheme: str, name: str) -> None:
+    """
+    Every hostile behaviour ends by the deadline with a result the tool's
+    output schema accepts, never an internal error, and nothing left open.
+    """
+    net = MemoryNetwork()
+    net.resolver.add("bad.example", HOST_IP)
+    port = {"finger": 79, "nex": 1900, "spartan": 300}[scheme]
+    server = HostilePlainServer.playing(scheme, name, net.reactor)
+    listen_hostile(net, HOST_IP, port, server)
+    fetcher = net.fetcher(smolweb={"timeout_seconds": 5, "max_response_size": 64 * 1024})
+    started = net.reactor.seconds()
+    path = "/alice" if scheme == "finger" else "/"
+    result = net.run(fetcher.smolweb(f"{scheme}://bad.example{path}"), advance=0.25)
+    assert net.reactor.seconds() - started <= 5.25
+    assert not (isinstance(result, FetchFailure) and result.error.code == "FETCH_ERROR"), result
+    SmolwebPayload.model_validate(payload(result))
+    net.flush()
+    assert server.open == 0
