@@ -130,3 +130,25 @@ def test_gopher_is_what_gopher_fetch_gives() -> None:
 def test_description_is_short() -> None:
     """The description the model reads stays short."""
     assert len(SMOLWEB_FETCH) < 400
+
+
+def test_gemini_is_what_gemini_fetch_gives() -> None:
+    """A gemini:// URL gives exactly what gemini_fetch gives, through the same tool code."""
+    from tests.test_mcp_gemini import capsule
+
+    net, _, _ = capsule()
+    server = build_server(net.fetcher(gemini={"cache_enabled": False}))
+
+    async def body() -> tuple[Any, Any, Any]:
+        async with Client(server) as client:
+            tools = await client.list_tools()
+            one = await client.call_tool("smolweb_fetch", {"url": "gemini://localhost/"})
+            two = await client.call_tool("gemini_fetch", {"url": "gemini://localhost/"})
+            return tools, one, two
+
+    tools, one, two = run_with_network(net, body)
+    jsonschema.validate(one.structured_content, _schema(tools))
+    assert one.structured_content["kind"] == "gemtext"
+    for result in (one, two):
+        result.structured_content["request_info"].pop("timestamp")
+    assert one.structured_content == two.structured_content
