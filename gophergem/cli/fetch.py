@@ -73,7 +73,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
     if scheme == "gemini":
         # This process never saw the prompt: learn whether it was an 11.
         d = fetcher.gemini(args.url, input=args.input, offset=args.offset, learn_prompt=True)
-    elif scheme in SMOLWEB_FETCH_SCHEMES:
+    elif scheme in SMOLWEB_FETCH_SCHEMES or (
+        scheme not in ("", "gopher") and args.url[len(scheme) + 1 :].startswith("//")
+    ):
+        # The small web's schemes; any other scheme://, refused naming all five.
         d = fetcher.smolweb(args.url, input=args.input, offset=args.offset)
     else:
         d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
