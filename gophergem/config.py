@@ -33,6 +33,7 @@ __all__ = [
     "HTTPConfig",
     "LogConfig",
     "Setting",
+    "SmolwebConfig",
     "StateConfig",
     "StdioConfig",
     "misspelled_settings",
@@ -306,10 +307,10 @@ class Setting:
     """
     One configuration setting.
 
-    @ivar section: C{"gopher"}, C{"gemini"} or C{"gophergem"}: the
-        variable's prefix.
+    @ivar section: C{"gopher"}, C{"gemini"}, C{"smolweb"} (Finger, Nex
+        and Spartan) or C{"gophergem"}: the variable's prefix.
     @ivar name: The rest of the variable's name, in lower case; in the
-        C{gopher} and C{gemini} sections, the field name in that section's
+        C{gopher}, C{gemini} and C{smolweb} sections, the field name in that section's
         config class.
     @ivar parse: Turns the text of the variable into a value, raising
         L{ValueError} with a short reason.
@@ -418,6 +419,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "gemini", "denied_mime_types", _mime_list, "MIME types refused (type/subtype or type/*)."
     ),
+    *(Setting("smolweb", name, parse, help_) for name, parse, help_ in _COMMON),
     Setting(
         "gophergem",
         "log_level",
@@ -665,6 +667,16 @@ class GeminiConfig(_ProtocolConfig):
     search_engines: tuple[str, ...] = attrs.field(factory=lambda: _default_engines("gemini"))
 
 
+@attrs.frozen(kw_only=True)
+class SmolwebConfig(_ProtocolConfig):
+    """
+    Settings for Finger, Nex and Spartan fetches (C{SMOLWEB_*}), one group
+    for the three: they share one pacer, one concurrency cap and one limit
+    on connections per host.  robots.txt is read over Spartan only (Finger
+    and Nex have no such convention).
+    """
+
+
 #: Variables with our prefixes that are read although they are no setting:
 #: the C{.tac}'s transport, endpoint and allowed hosts, and the test suite's.
 _OTHER_VARIABLES = frozenset(
@@ -680,7 +692,7 @@ _OTHER_VARIABLES = frozenset(
 def misspelled_settings(environ: Mapping[str, str]) -> list[str]:
     """
     One warning for each variable of C{environ} that starts like ours
-    (C{GOPHER_}, C{GEMINI_}, C{GOPHERGEM_}), is no setting, and is close to
+    (C{GOPHER_}, C{GEMINI_}, C{SMOLWEB_}, C{GOPHERGEM_}), is no setting, and is close to
     one (L{difflib.get_close_matches}), naming that setting; sorted.
 
     A name like none of ours is left alone: other programs use these
@@ -692,7 +704,7 @@ def misspelled_settings(environ: Mapping[str, str]) -> list[str]:
     known = {setting.variable for setting in SETTINGS} | _OTHER_VARIABLES
     warnings = []
     for name in sorted(environ):
-        if name in known or not name.startswith(("GOPHER_", "GEMINI_", "GOPHERGEM_")):
+        if name in known or not name.startswith(("GOPHER_", "GEMINI_", "SMOLWEB_", "GOPHERGEM_")):
             continue
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
         if close:
@@ -781,6 +793,7 @@ class StateConfig:
 _GROUPS: dict[str, type[Any]] = {
     "gopher": GopherConfig,
     "gemini": GeminiConfig,
+    "smolweb": SmolwebConfig,
     "log": LogConfig,
     "stdio": StdioConfig,
     "http": HTTPConfig,
@@ -803,6 +816,7 @@ class Config:
 
     gopher: GopherConfig = attrs.field(factory=GopherConfig)
     gemini: GeminiConfig = attrs.field(factory=GeminiConfig)
+    smolweb: SmolwebConfig = attrs.field(factory=SmolwebConfig)
     log: LogConfig = attrs.field(factory=LogConfig)
     stdio: StdioConfig = attrs.field(factory=StdioConfig)
     http: HTTPConfig = attrs.field(factory=HTTPConfig)

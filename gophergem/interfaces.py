@@ -279,6 +279,16 @@ class IFetcher(Interface):
     ) -> Deferred[list[GeminiResult]]:
         """Fetch 1 to 50 gemini:// URLs; see L{gopher_batch}."""
 
+    def smolweb(
+        url: str, *, input: str | None = None, offset: int = 0, refresh: bool = False
+    ) -> Deferred[FetchResult | GeminiResult]:
+        """
+        Fetch one URL of any scheme read (gopher, gemini, finger, nex,
+        spartan), by its scheme: gopher:// and gemini:// as L{gopher} and
+        L{gemini} do (C{input} their search or answer), C{input} a Spartan
+        data block; another scheme is an C{INVALID_REQUEST} result.
+        """
+
     def trust_presented(host: str, port: int, presented: PresentedCertificate) -> Deferred[Pin]:
         """
         Pin the certificate C{host}:C{port} presented, replacing its pin; the

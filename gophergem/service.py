@@ -300,9 +300,11 @@ def _cacheable_downloads() -> list[Any]:
     """What replicas share in the Redis response cache: the downloads, without their windows."""
     from gophergem.fetcher.gemini import GeminiDownload
     from gophergem.fetcher.gopher import GopherDownload
+    from gophergem.fetcher.smolweb import SmolDownload
     from gophergem.state.redis import Cacheable
 
     return [
         Cacheable(GopherDownload, transient={"windows"}),
         Cacheable(GeminiDownload, transient={"windows"}),
+        Cacheable(SmolDownload, transient={"windows"}),
     ]

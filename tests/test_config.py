@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gophergem import config as config_module
 from gophergem._version import __version__
 from gophergem.cli import main
 from gophergem.config import (
@@ -82,6 +83,23 @@ def test_gopher_defaults(name: str, value: object) -> None:
 def test_gemini_defaults(name: str, value: object) -> None:
     """Each GEMINI_* setting defaults to the value in SPEC section 9."""
     assert getattr(Config().gemini, name) == value
+
+
+@pytest.mark.parametrize(("name", "value"), sorted(COMMON_DEFAULTS.items()))
+def test_smolweb_defaults(name: str, value: object) -> None:
+    """
+    Each SMOLWEB_* setting (Finger, Nex and Spartan together) defaults to
+    what its GOPHER_* namesake does.
+    """
+    assert getattr(Config().smolweb, name) == value
+
+
+def test_smolweb_settings_mirror_the_gopher_ones() -> None:
+    """The SMOLWEB_* group has every setting the protocols share, named as GOPHER_* are."""
+    gopher = {s.name for s in SETTINGS if s.section == "gopher"}
+    smolweb = {s.name for s in SETTINGS if s.section == "smolweb"}
+    assert smolweb == {name for name, _, _ in config_module._COMMON}
+    assert smolweb <= gopher
 
 
 def test_auth_defaults() -> None:
@@ -194,6 +212,10 @@ GOOD = [
     ("GOPHER_MAX_CONNECTIONS_PER_HOST", "1", ("gopher", "max_connections_per_host", 1)),
     ("GEMINI_MAX_CONNECTIONS_PER_HOST", "64", ("gemini", "max_connections_per_host", 64)),
     ("GOPHER_MAX_MENU_ITEMS", "1", ("gopher", "max_menu_items", 1)),
+    ("SMOLWEB_TIMEOUT_SECONDS", "5", ("smolweb", "timeout_seconds", 5.0)),
+    ("SMOLWEB_ALLOW_LOCAL_HOSTS", "true", ("smolweb", "allow_local_hosts", True)),
+    ("SMOLWEB_REQUESTS_PER_MINUTE", "0", ("smolweb", "requests_per_minute", 0)),
+    ("SMOLWEB_ALLOWED_HOSTS", "a.example", ("smolweb", "allowed_hosts", frozenset({"a.example"}))),
     (
         "GEMINI_TOFU_STORAGE_PATH",
         "/var/lib/gg/pins",

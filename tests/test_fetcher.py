@@ -342,7 +342,10 @@ class CountingPolicy(LocalPolicy):
 
 
 def test_from_config_takes_its_policy_from_the_backend() -> None:
-    """Each pipeline asks the policy backend once for its pacer, cap and cache (Gemini: a board)."""
+    """
+    Each pipeline asks the policy backend once for its pacer, cap and cache
+    (Gemini: a board); Finger, Nex and Spartan share one set (C{smolweb}).
+    """
     policy = CountingPolicy()
     net = MemoryNetwork()
     fetcher = Fetcher.from_config(
@@ -357,9 +360,13 @@ def test_from_config_takes_its_policy_from_the_backend() -> None:
             ("board", "gemini"),
             ("pacer", "gopher"),
             ("cap", "gopher"),
+            ("cache", "smolweb"),
+            ("pacer", "smolweb"),
+            ("cap", "smolweb"),
         ]
     )
     assert fetcher.gemini_pipeline is not None and fetcher.gemini_pipeline.policy is policy
+    assert fetcher.smolweb_pipeline is not None and fetcher.smolweb_pipeline.policy is policy
 
 
 def test_with_identities_shares_everything_else(net: MemoryNetwork) -> None:
@@ -370,6 +377,7 @@ def test_with_identities_shares_everything_else(net: MemoryNetwork) -> None:
     assert other.identities is theirs and fetcher.identities is net.identities
     assert other.pins is fetcher.pins
     assert other.gopher_pipeline is fetcher.gopher_pipeline
+    assert other.smolweb_pipeline is fetcher.smolweb_pipeline
     mine, their = fetcher.gemini_pipeline, other.gemini_pipeline
     assert mine is not None and their is not None and mine is not their
     assert their.cache is mine.cache

@@ -37,10 +37,21 @@ def lines_of(text: str) -> dict[str, str]:
 
 
 def test_policy_shows_every_setting_of_both_protocols() -> None:
-    """Every GOPHER_/GEMINI_ setting appears once, logging aside."""
+    """Every GOPHER_/GEMINI_/SMOLWEB_ setting appears once, logging aside."""
     values = lines_of(policy_text(Config()))
-    expected = {s.variable for s in SETTINGS if s.section in ("gopher", "gemini")}
+    expected = {s.variable for s in SETTINGS if s.section in ("gopher", "gemini", "smolweb")}
     assert set(values) == expected
+
+
+def test_policy_says_finger_and_nex_have_no_robots_txt() -> None:
+    """
+    The small web's section says robots.txt is read over Spartan only:
+    Finger and Nex have no such convention.
+    """
+    text = policy_text(Config())
+    section = text[text.index("Finger, Nex and Spartan") :]
+    assert "Finger and Nex have no robots.txt convention" in section
+    assert "SMOLWEB_ALLOWED_HOSTS = any (unset)" in section
 
 
 def test_policy_defaults() -> None:

@@ -69,3 +69,25 @@ def test_render_notes() -> None:
         }
     )
     assert "warning: first visit" in gemini
+
+
+def test_render_input_links() -> None:
+    """A Spartan =: link is printed with its own marker."""
+    data = {
+        "kind": "gemtext",
+        "document": {
+            "lines": [
+                {
+                    "type": "link",
+                    "content": "=: /s Search",
+                    "link": {"url": "spartan://h/s", "text": "Search", "takes_input": True},
+                },
+                {
+                    "type": "link",
+                    "content": "=> /a A",
+                    "link": {"url": "spartan://h/a", "text": "A"},
+                },
+            ]
+        },
+    }
+    assert render(data).splitlines()[:2] == ["=: Search  <spartan://h/s>", "=> A  <spartan://h/a>"]

@@ -26,7 +26,8 @@ def add_parser(commands: Any, command: Any) -> None:
         commands,
         "fetch",
         "[--search TERMS] [--input ANSWER] [--offset N] [--format readable|json] [settings] URL",
-        "Fetch one gopher:// or gemini:// URL, under the same policy, and print it.",
+        "Fetch one gopher://, gemini://, finger://, nex:// or spartan:// URL, under the same "
+        "policy, and print it.",
     )
     fetch.add_argument("url")
     fetch.add_argument("--search", metavar="TERMS", help="Search terms for a Gopher type-7 item.")
@@ -34,7 +35,8 @@ def add_parser(commands: Any, command: Any) -> None:
         "--input",
         metavar="ANSWER",
         help="The answer to a Gemini input prompt. The URL is first asked without it, to "
-        "learn whether the prompt is sensitive (status 11): only then is the answer redacted.",
+        "learn whether the prompt is sensitive (status 11): only then is the answer redacted. "
+        "For a spartan:// URL (an =: link), the data sent.",
     )
     fetch.add_argument(
         "--offset", metavar="N", type=int, default=0, help="Where the window starts."
@@ -51,6 +53,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     from twisted.python.failure import Failure
 
     from gophergem.fetcher import Fetcher
+    from gophergem.fetcher.smolweb import SMOLWEB_FETCH_SCHEMES
     from gophergem.render.payloads import payload
     from gophergem.render.terminal import readable
     from gophergem.url import scheme_of
@@ -65,10 +68,16 @@ def run(config: Config, args: argparse.Namespace) -> int:
             reactor.stop()
 
     fetcher = Fetcher.from_config(config, reactor)
-    d: Deferred[GeminiResult] | Deferred[FetchResult]
-    if scheme_of(args.url) == "gemini":
+    d: Deferred[GeminiResult] | Deferred[FetchResult] | Deferred[FetchResult | GeminiResult]
+    scheme = scheme_of(args.url)
+    if scheme == "gemini":
         # This process never saw the prompt: learn whether it was an 11.
         d = fetcher.gemini(args.url, input=args.input, offset=args.offset, learn_prompt=True)
+    elif scheme in SMOLWEB_FETCH_SCHEMES or (
+        scheme not in ("", "gopher") and args.url[len(scheme) + 1 :].startswith("//")
+    ):
+        # The small web's schemes; any other scheme://, refused naming all five.
+        d = fetcher.smolweb(args.url, input=args.input, offset=args.offset)
     else:
         d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
     d.addBoth(done)

@@ -21,20 +21,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
-from twisted.internet.defer import Deferred, fail, gatherResults
+from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.logger import Logger
 from zope.interface import implementer
 
 from gophergem.client.connect import Connector, TCPReactor, reactor_resolver
-from gophergem.config import Config, GeminiConfig, GopherConfig
+from gophergem.config import Config, GeminiConfig, GopherConfig, SmolwebConfig
 from gophergem.errors import InvalidRequest
 from gophergem.fetcher._pipeline import Offload, offloader, run_inline
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
+from gophergem.fetcher.smolweb import (
+    SMOLWEB_FETCH_SCHEMES,
+    SmolwebPipeline,
+    unsupported,
+)
 from gophergem.interfaces import (
     IFetcher,
     IIdentityStore,
@@ -50,6 +55,7 @@ from gophergem.state.files import FileIdentityStore, FilePinStore
 from gophergem.state.paths import identity_store_dir, pin_store_path
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate
+from gophergem.url import scheme_of
 
 __all__ = ["MAX_BATCH", "Fetcher", "Offload", "run_inline"]
 
@@ -65,17 +71,20 @@ _log = Logger()
 @attrs.define
 class Fetcher:
     """
-    Fetch Gopher and Gemini resources under a policy.
+    Fetch Gopher, Gemini, Finger, Nex and Spartan resources under a policy.
 
     @ivar clock: The time source for deadlines, timestamps and the caches.
     @ivar gopher_pipeline: Where gopher:// URLs go.
     @ivar gemini_pipeline: Where gemini:// URLs go, or C{None} when this
         fetcher does not fetch them.
+    @ivar smolweb_pipeline: Where finger://, nex:// and spartan:// URLs go,
+        or C{None} when this fetcher does not fetch them.
     """
 
     clock: IReactorTime
     gopher_pipeline: GopherPipeline
     gemini_pipeline: GeminiPipeline | None = None
+    smolweb_pipeline: SmolwebPipeline | None = None
 
     @classmethod
     def from_config(
@@ -107,7 +116,7 @@ class Fetcher:
             (L{LocalPolicy}, the default) or a backend shared by replicas.
         """
         names = resolver if resolver is not None else reactor_resolver(reactor)
-        gopher, gemini = config.gopher, config.gemini
+        gopher, gemini, smolweb = config.gopher, config.gemini, config.smolweb
         clock: IReactorTime = reactor  # type: ignore[assignment]  # TCPReactor provides it
 
         def connector(allow_local: bool, timeout: float) -> Connector:
@@ -115,7 +124,9 @@ class Fetcher:
 
         backend: IPolicyBackend = LocalPolicy() if policy is None else policy
 
-        def cache(scheme: str, settings: GopherConfig | GeminiConfig) -> IResponseCache | None:
+        def cache(
+            scheme: str, settings: GopherConfig | GeminiConfig | SmolwebConfig
+        ) -> IResponseCache | None:
             if settings.cache_enabled and settings.cache_ttl_seconds > 0:
                 return backend.cache(
                     scheme, clock, settings.cache_ttl_seconds, settings.max_cache_entries
@@ -149,7 +160,15 @@ class Fetcher:
             offload=offload,
             policy=backend,
         )
-        return cls(clock, gopher_pipeline, gemini_pipeline)
+        smolweb_pipeline = SmolwebPipeline(
+            clock,
+            connector(smolweb.allow_local_hosts, smolweb.timeout_seconds),
+            smolweb,
+            cache("smolweb", smolweb),
+            offload=offload,
+            policy=backend,
+        )
+        return cls(clock, gopher_pipeline, gemini_pipeline, smolweb_pipeline)
 
     # --- what the MCP tools read ------------------------------------------------
 
@@ -279,6 +298,43 @@ class Fetcher:
     ) -> Deferred[list[GeminiResult]]:
         """Fetch up to L{MAX_BATCH} Gemini URLs; see L{gopher_batch}."""
         return _batch(self.gemini, urls, refresh, progress)
+
+    def smolweb(
+        self,
+        url: str,
+        *,
+        input: str | None = None,
+        offset: int = 0,
+        refresh: bool = False,
+    ) -> Deferred[FetchResult | GeminiResult]:
+        """
+        Fetch one URL of any scheme gophergem reads, by its scheme:
+        gopher:// and gemini:// exactly as L{gopher} and L{gemini} do
+        (C{input} is a type-7 item's search, or the answer to a 10/11
+        prompt), finger://, nex:// and spartan:// through the small web's
+        pipelines (C{input} is Spartan's data block).  Any other scheme is
+        an C{INVALID_REQUEST} result.
+
+        @return: A Deferred that always fires with a result, never fails.
+        """
+        scheme = scheme_of(url) if isinstance(url, str) else ""
+        fetched: Deferred[Any]  # each pipeline's own results, all of them in the union
+        if scheme == "gopher":
+            fetched = cast(
+                "Deferred[Any]", self.gopher(url, search=input, offset=offset, refresh=refresh)
+            )
+        elif scheme == "gemini" and self.gemini_pipeline is not None:
+            fetched = cast(
+                "Deferred[Any]", self.gemini(url, input=input, offset=offset, refresh=refresh)
+            )
+        elif self.smolweb_pipeline is not None and scheme in SMOLWEB_FETCH_SCHEMES:
+            fetched = cast(
+                "Deferred[Any]",
+                self.smolweb_pipeline.fetch(url, input=input, offset=offset, refresh=refresh),
+            )
+        else:
+            fetched = succeed(unsupported(url))
+        return fetched
 
     def _gemini(self) -> GeminiPipeline:
         if self.gemini_pipeline is None:

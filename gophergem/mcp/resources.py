@@ -56,10 +56,19 @@ def policy_text(config: Config) -> str:
         "on concurrent fetches or a cache TTL off. The limit on connections open at once to "
         "one host (robots.txt probes included) is always on.",
     ]
-    for section, title in (("gopher", "Gopher"), ("gemini", "Gemini")):
+    for section, title in (
+        ("gopher", "Gopher"),
+        ("gemini", "Gemini"),
+        ("smolweb", "Finger, Nex and Spartan (one pacer, cap and per-host limit for the three)"),
+    ):
         values = getattr(config, section)
         lines.append("")
         lines.append(f"{title}:")
+        if section == "smolweb":
+            lines.append(
+                "  robots.txt is read over Spartan only: Finger and Nex have no robots.txt "
+                "convention, so SMOLWEB_RESPECT_ROBOTS_TXT does not apply to them."
+            )
         for setting in SETTINGS:
             if setting.section == section and setting.name not in _NOT_POLICY:
                 lines.append(

@@ -36,6 +36,7 @@ __all__ = [
     "GeminiBatchPayload",
     "GeminiPayload",
     "GopherPayload",
+    "SmolwebPayload",
     "TrustListResult",
     "TrustUpdateResult",
 ]
@@ -461,6 +462,82 @@ class GeminiPayload(_Lean, RootModel[_GeminiUnion]):
     model_config = ConfigDict(json_schema_extra={"type": "object"})
 
 
+class InputLinkModel(LinkModel):
+    """A link line's target (an absolute URL, of any scheme) and label."""
+
+    takes_input: bool | None = Field(
+        None, description="A Spartan =: link: fetch it with input (sent as its data block)."
+    )
+
+
+class InputLinkLineModel(GemtextLineModel):
+    """One gemtext line (a Spartan page's =: lines are links that take input)."""
+
+    link: InputLinkModel | None = None
+
+
+class InputLinkDocumentModel(_Model):
+    """A window of a gemtext document of Gemini, Spartan or a Nex directory."""
+
+    lines: list[InputLinkLineModel]
+    links: list[InputLinkModel]
+
+
+class SmolGemtextPayload(GemtextPayload):
+    """A gemtext page (Gemini, Spartan, a Nex directory or .gmi file): a window of lines."""
+
+    # Its links may take input: a document model of its own, not a subclass.
+    document: InputLinkDocumentModel | None = None  # type: ignore[assignment]
+
+
+class AnyRequestInfoModel(GeminiRequestInfoModel):
+    """What was asked, echoed back (the keys of its scheme); never a Gemini or Spartan query."""
+
+    type: str | None = Field(None, description="Gopher item type.")
+    selector: str | None = Field(None, description="Gopher selector (control bytes %-encoded).")
+    search_ignored: bool | None = None
+
+
+class AnyBinaryPayload(_CacheFields, _Incomplete):
+    """A binary body, described but never returned."""
+
+    kind: Literal["binary"]
+    request_info: AnyRequestInfoModel
+    size: int | None = Field(None, description="Byte size (Gemini, Spartan).")
+    size_in_bytes: int | None = Field(None, alias="bytes", description="Byte size (Gopher, Nex).")
+    mime_type: str
+    note: str
+    size_capped: bool = False
+
+
+class AnyErrorPayload(_Model):
+    """A failed fetch."""
+
+    kind: Literal["error"]
+    request_info: AnyRequestInfoModel
+    error: ErrorModel
+
+
+_SmolwebUnion = Annotated[
+    MenuPayload
+    | TextPayload
+    | SmolGemtextPayload
+    | SuccessPayload
+    | AnyBinaryPayload
+    | InputPayload
+    | RedirectPayload
+    | CertificatePayload
+    | AnyErrorPayload,
+    Field(discriminator="kind"),
+]
+
+
+class SmolwebPayload(_Lean, RootModel[_SmolwebUnion]):
+    """The result of one fetch of any scheme, told apart by kind."""
+
+    model_config = ConfigDict(json_schema_extra={"type": "object"})
+
+
 class GeminiBatchPayload(_Model):
     """Results of a Gemini batch, in input order."""
 
@@ -661,5 +738,6 @@ OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "feed_list": SubscriptionsResult,
     "feed_updates": FeedUpdatesResult,
     "smolweb_search": SearchResult,
+    "smolweb_fetch": SmolwebPayload,
 }
 """Each tool's output model, by tool name."""

@@ -449,6 +449,8 @@ def _decoding(decoding: str) -> dict[str, Any]:
 
 
 def _link(link: Link) -> dict[str, Any]:
+    if link.takes_input:  # a Spartan =: link; never set on a Gemini page
+        return {"url": link.url, "text": link.text, "takes_input": True}
     return {"url": link.url, "text": link.text}
 
 

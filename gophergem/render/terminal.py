@@ -44,7 +44,8 @@ def readable(data: dict[str, Any]) -> str:
         for line in (data.get("document") or {}).get("lines", []):
             if line["type"] == "link":
                 label = line["link"].get("text") or line["link"]["url"]
-                lines.append(f"=> {label}  <{line['link']['url']}>")
+                marker = "=:" if line["link"].get("takes_input") else "=>"
+                lines.append(f"{marker} {label}  <{line['link']['url']}>")
             else:
                 lines.append(line["content"])
     elif kind == "success":

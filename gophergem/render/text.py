@@ -49,6 +49,8 @@ def _compact_line(line: dict[str, Any]) -> dict[str, Any]:
         out = {"type": "link", "url": line["link"]["url"]}
         if line["link"].get("text"):
             out["text"] = line["link"]["text"]
+        if line["link"].get("takes_input"):  # a Spartan =: link
+            out["takes_input"] = True
         return out
     out = {"type": line["type"], "content": line["content"]}
     for key in ("alt_text", "language"):

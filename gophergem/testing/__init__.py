@@ -6,6 +6,9 @@ tests: no sockets, no threads, no real time.
   - L{FakeResolver}: host names from a table; unknown names fail like NXDOMAIN.
   - L{FakeGopherServer}: a Gopher server factory answering from a table of
     selectors, recording every request line it saw.
+  - L{FakeSmolServer}: a Finger, Nex or Spartan server factory answering
+    from a table of request lines, recording every request (and Spartan's
+    data block) it saw.
   - L{MemoryNetwork}: a C{MemoryReactorClock} whose outgoing TCP connections
     are wired (with C{twisted.test.iosim}) to fake servers registered by
     address and port; a fetcher built on it runs entirely in memory.  As on
@@ -54,6 +57,7 @@ __all__ = [
     "FakeGeminiServer",
     "FakeGopherServer",
     "FakeResolver",
+    "FakeSmolServer",
     "MemoryNetwork",
     "ServerTLS",
     "make_certificate",
@@ -130,6 +134,59 @@ class FakeGopherServer(Factory[_GopherServerProtocol]):
     close: bool = True
     requests: list[bytes] = attrs.field(factory=list)
     protocol = _GopherServerProtocol
+
+
+class _SmolServerProtocol(Protocol):
+    factory: FakeSmolServer
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._line: bytes | None = None
+        self._wanted = 0
+
+    def dataReceived(self, data: bytes) -> None:
+        self._buffer += data
+        if self._line is None:
+            if b"\n" not in self._buffer:
+                return
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            self._line = line.removesuffix(b"\r")
+            if self.factory.spartan:
+                size = self._line.rsplit(b" ", 1)[-1]
+                self._wanted = int(size) if size.isdigit() else 0
+        if len(self._buffer) < self._wanted:
+            return
+        block, self._buffer = self._buffer[: self._wanted], b""
+        self.factory.requests.append((self._line, block))
+        response = self.factory.responses.get(self._line, self.factory.missing)
+        body = response(block) if callable(response) else response
+        assert self.transport is not None
+        self.transport.write(body)
+        if self.factory.close:
+            self.transport.loseConnection()
+
+
+@attrs.define(eq=False)
+class FakeSmolServer(Factory[_SmolServerProtocol]):
+    """
+    A Finger, Nex or Spartan server answering from C{responses}: the
+    request line (bytes, without CRLF: a finger query, a Nex path, a
+    Spartan C{host path length}) to the response, or to a callable given
+    the data block (Spartan's; C{b""} for the others).
+
+    @ivar spartan: Read a Spartan request: the line, then as many bytes of
+        data as its last field says.
+    @ivar requests: Every C{(line, data)} received.
+    @ivar missing: What an unknown request line gets.
+    @ivar close: Whether to close after answering (a hostile server may not).
+    """
+
+    responses: dict[bytes, Response] = attrs.field(factory=dict)
+    spartan: bool = False
+    missing: bytes = b""
+    close: bool = True
+    requests: list[tuple[bytes, bytes]] = attrs.field(factory=list)
+    protocol = _SmolServerProtocol
 
 
 def _memory_pins() -> IPinStore:
@@ -347,14 +404,20 @@ class MemoryNetwork:
     identities: IIdentityStore = attrs.field(factory=lambda: _memory_identities())
 
     def fetcher(
-        self, config: Config | None = None, *, gemini: dict[str, Any] | None = None, **gopher: Any
+        self,
+        config: Config | None = None,
+        *,
+        gemini: dict[str, Any] | None = None,
+        smolweb: dict[str, Any] | None = None,
+        **gopher: Any,
     ) -> Fetcher:
         """
         A L{gophergem.fetcher.Fetcher} on this network, with this network's
         memory pin and identity stores.
 
         Keyword arguments override L{gophergem.config.GopherConfig} fields,
-        C{gemini} overrides L{gophergem.config.GeminiConfig} fields.  Unless
+        C{gemini} overrides L{gophergem.config.GeminiConfig} fields and
+        C{smolweb} L{gophergem.config.SmolwebConfig} fields.  Unless
         overridden, local addresses are allowed and robots.txt and pacing are
         off (pass C{respect_robots_txt=True}, C{requests_per_minute=60} to
         test them).
@@ -363,7 +426,8 @@ class MemoryNetwork:
 
         config = config or Config()
         gemini = dict(gemini or {})
-        for overrides in (gopher, gemini):
+        smolweb = dict(smolweb or {})
+        for overrides in (gopher, gemini, smolweb):
             # Tests opt in to politeness; by default it would only add robots.txt
             # probes and waits on the fake clock to every test.
             overrides.setdefault("allow_local_hosts", True)
@@ -373,6 +437,7 @@ class MemoryNetwork:
             config,
             gopher=attrs.evolve(config.gopher, **gopher),
             gemini=attrs.evolve(config.gemini, **gemini),
+            smolweb=attrs.evolve(config.smolweb, **smolweb),
         )
         return Fetcher.from_config(
             config, self.reactor, self.resolver, pins=self.pins, identities=self.identities

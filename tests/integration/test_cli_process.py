@@ -65,8 +65,9 @@ def test_fetch_refused_before_io(url: str, code: str, environ: dict[str, str]) -
 
 def test_unknown_scheme_names_the_working_ones(environ: dict[str, str]) -> None:
     """fetch with another scheme says which schemes work."""
-    done = gophergem(["fetch", "finger://example.org/"], environ)
-    assert "gopher://" in done.stderr and "gemini://" in done.stderr
+    done = gophergem(["fetch", "titan://127.0.0.1/"], environ)
+    assert all(f"{scheme}://" in done.stderr for scheme in ("gopher", "gemini", "finger", "nex"))
+    assert "spartan://" in done.stderr and done.returncode == 2
 
 
 def test_fetch_reader_gone(environ: dict[str, str]) -> None:

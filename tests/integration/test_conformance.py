@@ -79,6 +79,7 @@ TOOLS = {
     "feed_list",
     "feed_updates",
     "smolweb_search",
+    "smolweb_fetch",
 }
 WELCOME = "Welcome to the gophergem integration fixture."
 

@@ -252,6 +252,7 @@ DAEMON_TOOLS = {
     "gemini_client_cert_list",
     "gemini_client_cert_update",
     "smolweb_search",
+    "smolweb_fetch",
     "feed_subscribe",
     "feed_unsubscribe",
     "feed_list",

@@ -19,8 +19,6 @@ with it.  A missing peer skips, or fails under C{GOPHERGEM_REQUIRE_PEERS=1}
 from __future__ import annotations
 
 import contextlib
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -46,48 +44,18 @@ from gophergem.wire.finger import FingerURL, decode_answer
 from gophergem.wire.nex import NexKind, NexURL, decode_document, parse_directory
 from gophergem.wire.spartan import SpartanStatus, SpartanURL, parse_page
 from gophergem.wire.titan import TitanURL
+from tests.helpers.smolweb_peers import executable, running_jayhawk, start_peer, wait_for
 
 from .conftest import LOOPBACK, _missing_peer, _stop_process_group, unused_loopback_port
 
 pytestmark = pytest.mark.integration
 
-STARTUP_DEADLINE = 20.0  # seconds for a peer to accept connections
 EXCHANGE_DEADLINE = 15.0  # seconds one exchange may take
 CAP = 1024 * 1024
 
 PLAN = "Working on the small web.\nCafé at noon.\n"
 INDEX = "# Spartan capsule\n=> about.gmi About\n=: /search Search the capsule\n"
 POST = "First post, over Nex.\n"
-
-
-def _executable(name: str) -> str | None:
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.exists() else shutil.which(name)
-
-
-def _wait_for(proc: subprocess.Popen[bytes], ports: list[int], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_DEADLINE
-    waiting = list(ports)
-    while waiting and time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the peer exited: {log.read_text(errors='replace')}")
-        try:
-            with socket.create_connection((LOOPBACK, waiting[0]), timeout=1.0):
-                waiting.pop(0)
-        except OSError:
-            time.sleep(0.05)
-    if waiting:
-        _stop_process_group(proc)
-        raise RuntimeError(f"the peer did not listen on {waiting}: {log.read_text()}")
-
-
-def _start(argv: list[str], ports: list[int], log: Path) -> subprocess.Popen[bytes]:
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
-        )
-    _wait_for(proc, ports, log)
-    return proc
 
 
 @dataclass(frozen=True)
@@ -99,7 +67,7 @@ class Smolserve:
 
 @pytest.fixture(scope="module")
 def smolserve() -> Iterator[Smolserve]:
-    command = _executable("smolserve")
+    command = executable("smolserve")
     if command is None:
         _missing_peer("smolserve is not installed (pip install -e '.[test]')")
     assert command is not None
@@ -134,44 +102,17 @@ def smolserve() -> Iterator[Smolserve]:
             "--nex-root",
             str(nex),
         ]
-        proc = _start(argv, [ports.finger, ports.spartan, ports.nex], root / "log")
+        proc = start_peer(argv, [ports.finger, ports.spartan, ports.nex], root / "log")
         try:
             yield ports
         finally:
             _stop_process_group(proc)
 
 
-#: jayhawk's own file dispatcher, with one route that answers with jayhawk's redirect.
-JAYHAWK = """
-import sys, jayhawk
-class Capsule(jayhawk.FileBasedSpartanHandler):
-    root = sys.argv[1]
-    def handle_request(self, host, path, data=b""):
-        if path == "/old":
-            self.response_code(3, "/index.gmi")
-        else:
-            super().handle_request(host, path, data)
-jayhawk.serve(Capsule, (sys.argv[2], int(sys.argv[3])))
-"""
-
-
 @pytest.fixture(scope="module")
 def jayhawk() -> Iterator[int]:
-    try:
-        import jayhawk as _  # noqa: F401
-    except ImportError:
-        _missing_peer("jayhawk is not installed (pip install -e '.[test]')")
-    with tempfile.TemporaryDirectory(prefix="gophergem-jayhawk-") as base:
-        root = Path(base) / "root"
-        (root / LOOPBACK).mkdir(parents=True)  # jayhawk serves root/host/path
-        (root / LOOPBACK / "index.gmi").write_text(INDEX, encoding="utf-8")
-        port = unused_loopback_port()
-        argv = [sys.executable, "-c", JAYHAWK, str(root), LOOPBACK, str(port)]
-        proc = _start(argv, [port], Path(base) / "log")
-        try:
-            yield port
-        finally:
-            _stop_process_group(proc)
+    with running_jayhawk(INDEX) as port:
+        yield port
 
 
 @dataclass(frozen=True)
@@ -198,7 +139,7 @@ def titan_server() -> Iterator[TitanPeer]:
             assert proc.stdout is not None
             port = int(proc.stdout.readline().decode().strip() or "0")
             assert port, "the Titan server did not print its port"
-            _wait_for(proc, [port], Path(base) / "no-log")
+            wait_for(proc, [port], Path(base) / "no-log")
             yield TitanPeer(port, root)
         finally:
             _stop_process_group(proc)

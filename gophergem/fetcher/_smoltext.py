@@ -1,0 +1,299 @@
+# -*- test-case-name: tests.test_fetcher_smolweb -*-
+"""
+What the Finger, Nex and Spartan pipelines keep and cut, written once.
+
+A L{SmolDownload} is a response as the cache keeps it: a text decoded and
+sanitised (gemtext with the index of its preformatting toggles), or only
+the size and type of a binary.  L{cut} makes the window at an offset, in
+the result kind the caller asks for: gemtext as a Gemini page is cut
+(whole lines whose parsed form fits, else part of one line), any other
+text by characters, a binary described and never returned.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from array import array
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Literal
+
+import attrs
+
+from gophergem._plural import counted
+from gophergem.config import SmolwebConfig
+from gophergem.errors import InvalidRequest
+from gophergem.fetcher._budget import cut_text, fitting_lines
+from gophergem.fetcher._pipeline import (
+    SMALL_WEIGHT,
+    WINDOW_WEIGHT,
+    Steps,
+    WindowMemo,
+    check_end,
+    window_for,
+)
+from gophergem.results import (
+    BinaryResult,
+    CacheInfo,
+    GeminiBinaryResult,
+    GeminiRequestInfo,
+    GemtextResult,
+    PartialLineResult,
+    RequestInfo,
+    SuccessResult,
+    TextResult,
+)
+from gophergem.wire.gemini import MimeType
+from gophergem.wire.gemtext import GemtextDocument, LinkBase, feed_entry, gemtext_lines, window_text
+from gophergem.wire.text import decode_body, sanitise
+
+__all__ = ["Form", "SmolDownload", "SmolWindow", "cut", "decode", "render"]
+
+#: How a download is shown: a gemtext page, a text (Gopher's C{text}
+#: kind), a text with its MIME type (Gemini's C{success} kind) or a binary.
+Form = Literal["gemtext", "text", "success", "binary"]
+
+SmolWindow = (
+    GemtextResult
+    | PartialLineResult
+    | SuccessResult
+    | TextResult
+    | BinaryResult
+    | GeminiBinaryResult
+)
+
+_TOGGLE = re.compile(r"^```", re.MULTILINE)
+
+
+@attrs.frozen
+class SmolDownload:
+    """
+    A Finger, Nex or Spartan answer as the cache keeps it (only when it
+    arrived whole: C{incomplete_reason} is C{None}).
+
+    @ivar form: How it is shown (L{Form}).
+    @ivar mime: Its MIME type (from Spartan's header, or a Nex path's extension).
+    @ivar text: The decoded, sanitised text; C{None} for a binary.
+    @ivar toggles: For gemtext, where each preformatting toggle line starts.
+    """
+
+    form: Form
+    mime: MimeType
+    text: str | None
+    charset: str
+    size: int
+    overflowed: bool
+    incomplete_reason: str | None
+    fetched_at: float
+    decoding: str = "clean"
+    toggles: Sequence[int] = attrs.field(default=(), eq=False, repr=False)
+    windows: WindowMemo[SmolWindow] = attrs.field(factory=WindowMemo, eq=False, repr=False)
+
+    @property
+    def held(self) -> int:
+        """About what the decoded body and its index hold in memory."""
+        if self.text is None:
+            return SMALL_WEIGHT
+        return sys.getsizeof(self.text) + 8 * len(self.toggles)
+
+    @property
+    def weight(self) -> int:
+        """The cache's measure: what the body holds, and its windows' allowance."""
+        return self.held + self.windows.allowance
+
+    def with_memo(self, limit: int) -> SmolDownload:
+        """This download with a window memo sized for windows of C{limit} characters."""
+        text = self.text
+        if text is None:
+            estimate = WINDOW_WEIGHT
+        else:
+            estimate = WINDOW_WEIGHT * (2 + 2 * len(text) // limit) + 3 * sys.getsizeof(text)
+        return attrs.evolve(self, windows=WindowMemo.within(estimate, self.held, limit))
+
+
+def decode(
+    data: bytearray,
+    *,
+    form: Form,
+    mime: MimeType,
+    overflowed: bool,
+    incomplete_reason: str | None,
+    fetched_at: float,
+) -> SmolDownload:
+    """
+    Decode C{data} as C{form} (pure: it may run in a thread) and clear it:
+    only the download holds the body afterwards (a binary holds none of it).
+    """
+    size = len(data)
+    if form == "binary":
+        data.clear()
+        return SmolDownload(
+            "binary", mime, None, "", size, overflowed, incomplete_reason, fetched_at
+        )
+    decoded = decode_body(data, mime.charset, truncated=overflowed)
+    data.clear()
+    text = decoded.text
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = sanitise(text)
+    toggles: Sequence[int] = ()
+    if form == "gemtext":
+        if overflowed and "\n" in text:
+            # Never parse half a line: half a link is a URL the page never had.
+            text = text[: text.rindex("\n") + 1]
+        toggles = array("q", (match.start() for match in _TOGGLE.finditer(text)))
+    return SmolDownload(
+        form,
+        mime,
+        text,
+        decoded.charset,
+        size,
+        overflowed,
+        incomplete_reason,
+        fetched_at,
+        decoded.decoding,
+        toggles,
+    )
+
+
+def cut(
+    download: SmolDownload,
+    info: RequestInfo | GeminiRequestInfo,
+    base: LinkBase,
+    offset: int,
+    cache: CacheInfo,
+    limit: int,
+    *,
+    input_links: bool = False,
+) -> tuple[SmolWindow, int]:
+    """
+    The window of C{download} at C{offset}, and about what it holds beyond
+    the download.  Gemtext, success and its binary take a
+    L{GeminiRequestInfo}; text and its binary a L{RequestInfo}.
+
+    @param base: What a gemtext page's links are resolved against.
+    @param input_links: Read C{=:} lines as links that take input (Spartan).
+    @raise InvalidRequest: On an offset past the end, or not 0 for a binary.
+    """
+    capped = download.overflowed
+    incomplete = download.incomplete_reason
+    if download.text is None:
+        if offset:
+            raise InvalidRequest(message="A binary body has no windows; offset must be 0.")
+        note = "Binary content is described, not returned."
+        if isinstance(info, GeminiRequestInfo):
+            return GeminiBinaryResult(
+                request_info=info,
+                size=download.size,
+                mime_type=download.mime.essence,
+                note=note,
+                size_capped=capped,
+                cache=cache,
+                incomplete_reason=incomplete,
+            ), 0
+        return BinaryResult(
+            request_info=info,
+            size=download.size,
+            mime_type=download.mime.essence,
+            note=note,
+            size_capped=capped,
+            cache=cache,
+            incomplete_reason=incomplete,
+        ), 0
+    text = download.text
+    total = len(text)
+    check_end(offset, total, f"the body has {counted(total, 'character')}")
+    if isinstance(info, RequestInfo):
+        end = cut_text(text, offset, limit)
+        plain = TextResult(
+            request_info=info,
+            text=text[offset:end],
+            size=download.size,
+            charset=download.charset,
+            window=window_for(offset, end, total, capped),
+            cache=cache,
+            incomplete_reason=incomplete,
+            decoding=download.decoding,
+        )
+        return plain, sys.getsizeof(plain.text)
+    if download.form != "gemtext":
+        end = cut_text(text, offset, limit)
+        success = SuccessResult(
+            request_info=info,
+            content=text[offset:end],
+            mime=attrs.evolve(download.mime, charset=download.charset),
+            size=download.size,
+            window=window_for(offset, end, total, capped),
+            cache=cache,
+            incomplete_reason=incomplete,
+            decoding=download.decoding,
+        )
+        return success, sys.getsizeof(success.content)
+    chunk = window_text(text, offset, limit)
+    if (offset == 0 or text[offset - 1] == "\n") and not chunk.partial_line:
+        preformatted = bisect_left(download.toggles, offset) % 2 == 1
+        lines = gemtext_lines(chunk.text, base, preformatted=preformatted, input_links=input_links)
+        fit = fitting_lines(lines, limit)
+        if fit is not None:
+            parsed, stop = fit
+            links = tuple(line.link for line in parsed if line.link is not None)
+            entries = (feed_entry(link) for link in links)
+            dated = sorted(
+                (e for e in entries if e is not None), key=lambda e: e.date, reverse=True
+            )
+            document = GemtextDocument(tuple(parsed), links, tuple(dated))
+            end = offset + stop
+            gemtext = GemtextResult(
+                request_info=info,
+                lines=document.lines,
+                links=document.links,
+                feed_entries=document.feed_entries,
+                size=download.size,
+                charset=download.charset,
+                lang=download.mime.lang,
+                window=window_for(offset, end, total, capped),
+                cache=cache,
+                incomplete_reason=incomplete,
+                decoding=download.decoding,
+            )
+            return gemtext, 3 * stop + 220 * len(parsed) + 300 * len(links)
+    # Part of one line too long for a window, as plain text.
+    newline = text.find("\n", offset, offset + len(chunk.text))
+    line_end = offset + len(chunk.text) if newline < 0 else newline + 1
+    end = min(cut_text(text, offset, limit), line_end)
+    partial = PartialLineResult(
+        request_info=info,
+        text=text[offset:end],
+        size=download.size,
+        charset=download.charset,
+        window=window_for(offset, end, total, capped),
+        cache=cache,
+        incomplete_reason=incomplete,
+        decoding=download.decoding,
+    )
+    return partial, sys.getsizeof(partial.text)
+
+
+def render(
+    steps: Steps[SmolwebConfig],
+    download: SmolDownload,
+    info: RequestInfo | GeminiRequestInfo,
+    base: LinkBase,
+    offset: int,
+    from_cache: bool,
+    *,
+    input_links: bool = False,
+) -> SmolWindow:
+    """
+    The window at C{offset}: cut once per download (L{cut}), then only its
+    request and age fields are filled in per call.
+    """
+    cache = steps.cache_info(download.fetched_at, from_cache)
+    kept = download.windows.get(offset)
+    if kept is None:
+        limit = steps.config.max_rendered_chars
+        kept, weight = cut(download, info, base, offset, cache, limit, input_links=input_links)
+        download.windows.keep(offset, kept, weight)
+        return kept
+    return attrs.evolve(kept, request_info=info, cache=cache)  # type: ignore[arg-type]

@@ -1,0 +1,133 @@
+# -*- test-case-name: tests.test_fetcher_smolweb -*-
+"""
+The Finger pipeline: URL, policy, cache, client, result.
+
+The peer of L{gophergem.fetcher.gopher}, with the same shape: check the
+request, take the steps the small web shares
+(L{gophergem.fetcher.smolweb.SmolwebPipeline}: cache, cap, pacing per host
+across Finger, Nex and Spartan, one deadline; Finger has no robots.txt),
+send one query line through L{gophergem.client.finger}, decode what came
+before the close and cut one window of it.  The answer is a C{text}
+result, sanitised.  A forwarding query (C{user@host}) is never sent: it is
+refused as C{INVALID_REQUEST} when the URL is read.
+"""
+
+from __future__ import annotations
+
+import attrs
+from twisted.internet.defer import CancelledError
+from twisted.internet.interfaces import IReactorTime
+
+from gophergem._time import format_utc
+from gophergem.client.connect import Connector
+from gophergem.client.finger import FingerClientProtocol, RawResponse
+from gophergem.config import SmolwebConfig
+from gophergem.errors import GophergemError, InvalidRequest
+from gophergem.fetcher._pipeline import (
+    Deadline,
+    Offload,
+    Steps,
+    check_offset,
+    internal_failure,
+    keep_partial,
+    parse_off_reactor,
+    run_inline,
+)
+from gophergem.fetcher._smoltext import SmolDownload, SmolWindow, decode, render
+from gophergem.results import FetchFailure, RequestInfo
+from gophergem.url import safe_echo
+from gophergem.wire.finger import FingerURL
+from gophergem.wire.gemini import parse_mime
+from gophergem.wire.text import is_plain_ascii
+
+__all__ = ["FingerPipeline"]
+
+_PLAIN = parse_mime("text/plain")
+
+
+@attrs.define
+class FingerPipeline:
+    """
+    Fetch finger:// URLs under the small web's shared steps.
+
+    @ivar clock: The time source for deadlines, timestamps and the cache.
+    @ivar connector: The connect pinch point.
+    @ivar steps: The steps Finger, Nex and Spartan share.
+    @ivar offload: How a large answer is decoded.
+    """
+
+    clock: IReactorTime
+    connector: Connector
+    steps: Steps[SmolwebConfig]
+    offload: Offload = attrs.field(default=run_inline, kw_only=True)
+
+    async def fetch(
+        self, text: str, answer: str | None, offset: int, refresh: bool
+    ) -> SmolWindow | FetchFailure:
+        """Fetch one finger:// URL; always a result, never an exception."""
+        info = RequestInfo(url=safe_echo(text) if isinstance(text, str) else "")
+        try:
+            url = FingerURL.from_text(text)
+            if answer is not None:
+                raise InvalidRequest(
+                    message="A finger:// URL takes no input; name the user in the URL.",
+                    next_step="Fetch finger://host/user (or finger://host/ to list users).",
+                )
+            check_offset(offset)
+            self.steps.check_allowlists(url.host, url.port)
+            info = RequestInfo(url=url.to_text(), host=url.host, port=url.port)
+            download, from_cache = await self.steps.within_deadline(
+                lambda deadline: self._obtain(url, refresh, deadline)
+            )
+            info = attrs.evolve(info, timestamp=format_utc(download.fetched_at))
+            return render(self.steps, download, info, _NoLinks(), offset, from_cache)
+        except GophergemError as error:
+            return FetchFailure(request_info=info, error=error)
+        except CancelledError:
+            raise
+        except Exception:
+            return internal_failure(info)
+
+    async def _obtain(
+        self, url: FingerURL, refresh: bool, deadline: Deadline
+    ) -> tuple[SmolDownload, bool]:
+        steps = self.steps
+        key = url.to_text()
+        cache = steps.cache_for()
+        hit = await steps.lookup(cache, key, refresh)
+        if hit is not None:
+            assert isinstance(hit, SmolDownload)
+            return hit, True
+        started = self.clock.seconds()
+        limit = steps.config.max_response_size
+        raw = await steps.exchange(
+            url.host, lambda: self._exchange(url, limit, deadline), paced=True
+        )
+        download = await parse_off_reactor(
+            self.offload,
+            len(raw.data),
+            lambda: decode(
+                raw.data,
+                form="text",
+                mime=_PLAIN,
+                overflowed=raw.overflowed,
+                incomplete_reason=raw.incomplete_reason,
+                fetched_at=started,
+            ),
+            plain=is_plain_ascii(raw.data),
+        )
+        download = download.with_memo(steps.config.max_rendered_chars)
+        await steps.store(cache, key, download)
+        return download, False
+
+    async def _exchange(self, url: FingerURL, limit: int, deadline: Deadline) -> RawResponse:
+        protocol = FingerClientProtocol(url, limit, keep_partial=keep_partial(deadline))
+        await self.connector.connect(url, protocol)
+        return await protocol.finished
+
+
+class _NoLinks:
+    """A text has no links to resolve."""
+
+    def resolve(self, reference: str) -> str:
+        return reference

@@ -1,0 +1,149 @@
+# -*- test-case-name: tests.test_fetcher_smolweb -*-
+"""
+The Nex pipeline: URL, policy, cache, client, result.
+
+The peer of L{gophergem.fetcher.gopher}: check the request, take the steps
+the small web shares (L{gophergem.fetcher.smolweb.SmolwebPipeline}; Nex has
+no robots.txt), send the path through L{gophergem.client.nex}, and decode
+what came before the close by what the path names
+(L{gophergem.wire.nex.kind_of}): a directory (a path ending in C{/}) is a
+gemtext document whose links are absolute C{nex://} URLs (links of other
+schemes stay as written), a C{.gmi} file gemtext, a text file a C{text}
+result, anything else a binary, described and never returned.
+"""
+
+from __future__ import annotations
+
+import attrs
+from twisted.internet.defer import CancelledError
+from twisted.internet.interfaces import IReactorTime
+
+from gophergem._time import format_utc
+from gophergem.client.connect import Connector
+from gophergem.client.nex import NexClientProtocol, RawResponse
+from gophergem.config import SmolwebConfig
+from gophergem.errors import ConnectionFailed, GophergemError, InvalidRequest
+from gophergem.fetcher._pipeline import (
+    Deadline,
+    Offload,
+    Steps,
+    check_offset,
+    internal_failure,
+    keep_partial,
+    parse_off_reactor,
+    run_inline,
+)
+from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, decode, render
+from gophergem.results import FetchFailure, GeminiRequestInfo, RequestInfo
+from gophergem.url import safe_echo
+from gophergem.wire.gemini import parse_mime
+from gophergem.wire.nex import NexKind, NexURL, mime_type_of
+from gophergem.wire.text import is_plain_ascii
+
+__all__ = ["NexPipeline"]
+
+_FORMS: dict[NexKind, Form] = {
+    NexKind.DIRECTORY: "gemtext",
+    NexKind.GEMTEXT: "gemtext",
+    NexKind.TEXT: "text",
+    NexKind.BINARY: "binary",
+}
+
+
+@attrs.define
+class NexPipeline:
+    """
+    Fetch nex:// URLs under the small web's shared steps.
+
+    @ivar clock: The time source for deadlines, timestamps and the cache.
+    @ivar connector: The connect pinch point.
+    @ivar steps: The steps Finger, Nex and Spartan share.
+    @ivar offload: How a large answer is decoded.
+    """
+
+    clock: IReactorTime
+    connector: Connector
+    steps: Steps[SmolwebConfig]
+    offload: Offload = attrs.field(default=run_inline, kw_only=True)
+
+    async def fetch(
+        self, text: str, answer: str | None, offset: int, refresh: bool
+    ) -> SmolWindow | FetchFailure:
+        """Fetch one nex:// URL; always a result, never an exception."""
+        info: RequestInfo | GeminiRequestInfo
+        info = RequestInfo(url=safe_echo(text) if isinstance(text, str) else "")
+        try:
+            url = NexURL.from_text(text)
+            if answer is not None:
+                raise InvalidRequest(
+                    message="A nex:// URL takes no input: Nex has no queries or prompts."
+                )
+            check_offset(offset)
+            self.steps.check_allowlists(url.host, url.port)
+            form = _FORMS[url.kind]
+            if form == "gemtext":
+                info = GeminiRequestInfo(
+                    url=url.to_text(),
+                    host=url.host,
+                    port=url.port,
+                    path=url.path,
+                    has_query=url.query is not None,
+                )
+            else:
+                info = RequestInfo(url=url.to_text(), host=url.host, port=url.port)
+            download, from_cache = await self.steps.within_deadline(
+                lambda deadline: self._obtain(url, form, refresh, deadline)
+            )
+            info = attrs.evolve(info, timestamp=format_utc(download.fetched_at))
+            return render(self.steps, download, info, url, offset, from_cache)
+        except GophergemError as error:
+            return FetchFailure(request_info=info, error=error)
+        except CancelledError:
+            raise
+        except Exception:
+            return internal_failure(info)
+
+    async def _obtain(
+        self, url: NexURL, form: Form, refresh: bool, deadline: Deadline
+    ) -> tuple[SmolDownload, bool]:
+        steps = self.steps
+        key = url.to_text()
+        cache = steps.cache_for()
+        hit = await steps.lookup(cache, key, refresh)
+        if hit is not None:
+            assert isinstance(hit, SmolDownload)
+            return hit, True
+        started = self.clock.seconds()
+        limit = steps.config.max_response_size
+        raw = await steps.exchange(
+            url.host, lambda: self._exchange(url, limit, deadline), paced=True
+        )
+        if not raw.data and url.kind is NexKind.DIRECTORY:
+            # A listing has at least a line; nothing at all is a failure,
+            # never an empty directory.  (An empty file is an empty text.)
+            raise ConnectionFailed(
+                message="The server closed the connection without sending a listing.",
+                temporary=True,
+            )
+        mime = parse_mime(mime_type_of(url.path))
+        download = await parse_off_reactor(
+            self.offload,
+            len(raw.data),
+            lambda: decode(
+                raw.data,
+                form=form,
+                mime=mime,
+                overflowed=raw.overflowed,
+                incomplete_reason=raw.incomplete_reason,
+                fetched_at=started,
+            ),
+            plain=form != "binary" and is_plain_ascii(raw.data),
+        )
+        download = download.with_memo(steps.config.max_rendered_chars)
+        await steps.store(cache, key, download)
+        return download, False
+
+    async def _exchange(self, url: NexURL, limit: int, deadline: Deadline) -> RawResponse:
+        protocol = NexClientProtocol(url, limit, keep_partial=keep_partial(deadline))
+        await self.connector.connect(url, protocol)
+        return await protocol.finished

@@ -1,0 +1,89 @@
+"""
+Real small-web peers for the integration tests: starting a peer process and
+waiting until it listens, and jayhawk (a Spartan server) with one redirect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.integration.conftest import (
+    LOOPBACK,
+    _missing_peer,
+    _stop_process_group,
+    unused_loopback_port,
+)
+
+STARTUP_DEADLINE = 20.0  # seconds for a peer to accept connections
+
+
+def executable(name: str) -> str | None:
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def wait_for(proc: subprocess.Popen[bytes], ports: list[int], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_DEADLINE
+    waiting = list(ports)
+    while waiting and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the peer exited: {log.read_text(errors='replace')}")
+        try:
+            with socket.create_connection((LOOPBACK, waiting[0]), timeout=1.0):
+                waiting.pop(0)
+        except OSError:
+            time.sleep(0.05)
+    if waiting:
+        _stop_process_group(proc)
+        raise RuntimeError(f"the peer did not listen on {waiting}: {log.read_text()}")
+
+
+def start_peer(argv: list[str], ports: list[int], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+        )
+    wait_for(proc, ports, log)
+    return proc
+
+
+#: jayhawk's own file dispatcher, with one route that answers with jayhawk's redirect.
+JAYHAWK = """
+import sys, jayhawk
+class Capsule(jayhawk.FileBasedSpartanHandler):
+    root = sys.argv[1]
+    def handle_request(self, host, path, data=b""):
+        if path == "/old":
+            self.response_code(3, "/index.gmi")
+        else:
+            super().handle_request(host, path, data)
+jayhawk.serve(Capsule, (sys.argv[2], int(sys.argv[3])))
+"""
+
+
+@contextlib.contextmanager
+def running_jayhawk(index: str) -> Iterator[int]:
+    """jayhawk on a free loopback port, serving C{index} as its index.gmi; yields the port."""
+    try:
+        import jayhawk as _  # noqa: F401
+    except ImportError:
+        _missing_peer("jayhawk is not installed (pip install -e '.[test]')")
+    with tempfile.TemporaryDirectory(prefix="gophergem-jayhawk-") as base:
+        root = Path(base) / "root"
+        (root / LOOPBACK).mkdir(parents=True)  # jayhawk serves root/host/path
+        (root / LOOPBACK / "index.gmi").write_text(index, encoding="utf-8")
+        port = unused_loopback_port()
+        argv = [sys.executable, "-c", JAYHAWK, str(root), LOOPBACK, str(port)]
+        proc = start_peer(argv, [port], Path(base) / "log")
+        try:
+            yield port
+        finally:
+            _stop_process_group(proc)
