@@ -42,13 +42,22 @@ def network() -> tuple[MemoryNetwork, FakeGopherServer]:
     return net, server
 
 
-def run_with_network(net: MemoryNetwork, body: Callable[[], Awaitable[T]]) -> T:
-    """Run C{body()} on a fresh asyncio loop while C{net} is flushed every turn."""
+def run_with_network(
+    net: MemoryNetwork, body: Callable[[], Awaitable[T]], advance: float | None = None
+) -> T:
+    """
+    Run C{body()} on a fresh asyncio loop while C{net} is flushed every turn.
+
+    @param advance: If given, the seconds the network's clock moves on
+        each turn too (for bodies that wait on a timeout).
+    """
 
     async def main() -> T:
         async def pump() -> None:
             while True:
                 net.flush()
+                if advance is not None:
+                    net.reactor.advance(advance)
                 await asyncio.sleep(0)
 
         pumping = asyncio.ensure_future(pump())
