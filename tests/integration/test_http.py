@@ -32,6 +32,7 @@ from tests.helpers.daemon import (
     http_daemon_argv,
     http_get,
     running,
+    twistd_http_argv,
 )
 
 from .conftest import (
@@ -684,16 +685,7 @@ def test_unix_socket_takes_host_localhost(tmp_path: Path) -> None:
 
     path = tmp_path / "gophergem.sock"
     process = subprocess.Popen(
-        [
-            *TWISTD,
-            "-n",
-            "--pidfile=",
-            "gophergem",
-            "--transport",
-            "http",
-            "--endpoint",
-            f"unix:{path}",
-        ],
+        twistd_http_argv(f"unix:{path}"),
         env=daemon_env(tmp_path),
         cwd=str(tmp_path),
         stdin=subprocess.DEVNULL,
