@@ -35,6 +35,7 @@ __all__ = [
     "GOPHER_DEFAULT_PORT",
     "GeminiURL",
     "GopherURL",
+    "normalise_component",
     "quote_bytes",
     "remove_dot_segments",
     "safe_echo",
@@ -340,12 +341,17 @@ def remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
-def _normalise_component(text: str, safe: frozenset[str]) -> str:
+def normalise_component(text: str, *, query: bool = False, errors: str = "strict") -> str:
     """
-    Percent-encode what may not appear raw in a URL path or query: spaces,
-    non-ASCII (as UTF-8), and a C{%} that does not start an escape.  Existing
-    C{%XX} escapes are left exactly as they are.
+    Percent-encode what may not appear raw in a URL path (or, with
+    C{query}, a query): spaces, non-ASCII (as UTF-8), and a C{%} that does
+    not start an escape.  Existing C{%XX} escapes are left exactly as they
+    are.
+
+    @param errors: How a character is encoded to UTF-8 (C{"surrogatepass"}
+        encodes a lone surrogate instead of raising).
     """
+    safe = _QUERY_SAFE if query else _PATH_SAFE
     if all(c in safe for c in text):
         return text
     out: list[str] = []
@@ -359,7 +365,7 @@ def _normalise_component(text: str, safe: frozenset[str]) -> str:
             index += 3
             continue
         else:
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8")))
+            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8", errors)))
         index += 1
     return "".join(out)
 
@@ -435,12 +441,12 @@ class GeminiURL:
                 raise InvalidRequest(
                     message="The host in brackets is not an IPv6 address."
                 ) from None
-        path = _normalise_component(remove_dot_segments(path or "/"), _PATH_SAFE)
+        path = normalise_component(remove_dot_segments(path or "/"))
         return cls(
             host=host,
             port=port,
             path=path,
-            query=_normalise_component(query, _QUERY_SAFE) if has_query else None,
+            query=normalise_component(query, query=True) if has_query else None,
         )
 
     def to_text(self) -> str:

@@ -15,13 +15,18 @@ L{InvalidRequest}.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Callable
 
 import attrs
 
 from gophergem.errors import InvalidRequest
-from gophergem.url import format_host, parse_host, remove_dot_segments, scheme_of
+from gophergem.url import (
+    format_host,
+    normalise_component,
+    parse_host,
+    remove_dot_segments,
+    scheme_of,
+)
 
 __all__ = [
     "SplitURL",
@@ -32,10 +37,6 @@ __all__ = [
     "split_url",
 ]
 
-_UNRESERVED = string.ascii_letters + string.digits + "-._~"
-_PATH_SAFE = frozenset(_UNRESERVED + "!$&'()*+,;=" + ":@/")
-_QUERY_SAFE = _PATH_SAFE | {"?"}
-_HEX = frozenset(string.hexdigits)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 _RELATIVE = re.compile(r"(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
@@ -94,39 +95,18 @@ def host_and_port(authority: str, default_port: int, scheme: str) -> tuple[str, 
     return parse_host(authority, default_port, scheme)
 
 
-def _normalise(text: str, safe: frozenset[str]) -> str:
-    if all(c in safe for c in text):
-        return text
-    out: list[str] = []
-    index, size = 0, len(text)
-    while index < size:
-        char = text[index]
-        if char in safe:
-            out.append(char)
-        elif (
-            char == "%" and index + 2 < size and text[index + 1] in _HEX and text[index + 2] in _HEX
-        ):
-            out.append(text[index : index + 3])
-            index += 3
-            continue
-        else:
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass")))
-        index += 1
-    return "".join(out)
-
-
 def normalise_path(path: str) -> str:
     """
     One spelling of a path: never empty (C{/}), dot-segments removed, and
     what may not appear raw in a URL percent-encoded (existing C{%XX}
     escapes kept).
     """
-    return _normalise(remove_dot_segments(path or "/"), _PATH_SAFE)
+    return normalise_component(remove_dot_segments(path or "/"), errors="surrogatepass")
 
 
 def normalise_query(query: str | None) -> str | None:
     """L{normalise_path}'s encoding for a query (C{None} stays C{None})."""
-    return None if query is None else _normalise(query, _QUERY_SAFE)
+    return None if query is None else normalise_component(query, query=True, errors="surrogatepass")
 
 
 def _merge(base_path: str, reference_path: str) -> str:
