@@ -2,8 +2,9 @@
 """
 What the small web's URLs (C{finger://}, C{nex://}, C{spartan://},
 C{titan://}) share, free of I/O: splitting a URL into its parts, refusing
-what cannot be sent, normalising a path or query, and resolving a link
-against a page (RFC 3986 section 5.2).
+what cannot be sent, and normalising a path or query.  A link is resolved
+against a page by L{gophergem.url.resolve_reference}, which Gemini's URLs
+use too.
 
 Each scheme's own URL value lives beside its wire format
 (L{gophergem.wire.finger.FingerURL}, L{gophergem.wire.nex.NexURL},
@@ -15,13 +16,11 @@ L{InvalidRequest}.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import attrs
 
 from gophergem.errors import InvalidRequest
 from gophergem.url import (
-    format_host,
     normalise_component,
     parse_host,
     remove_dot_segments,
@@ -33,14 +32,10 @@ __all__ = [
     "host_and_port",
     "normalise_path",
     "normalise_query",
-    "resolve_reference",
     "split_url",
 ]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-_RELATIVE = re.compile(r"(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
-_EDGE_SPACE = " \t\r\n\f\v"
 
 
 @attrs.frozen
@@ -107,52 +102,3 @@ def normalise_path(path: str) -> str:
 def normalise_query(query: str | None) -> str | None:
     """L{normalise_path}'s encoding for a query (C{None} stays C{None})."""
     return None if query is None else normalise_component(query, query=True, errors="surrogatepass")
-
-
-def _merge(base_path: str, reference_path: str) -> str:
-    return base_path[: base_path.rfind("/") + 1] + reference_path
-
-
-def resolve_reference(
-    scheme: str,
-    host: str,
-    port: int,
-    default_port: int,
-    base_path: str,
-    base_query: str | None,
-    reference: str,
-    canonical: Callable[[str], str],
-) -> str:
-    """
-    Resolve a link target against a page at C{scheme://host:port/base_path}
-    (RFC 3986 section 5.2): relative references become absolute URLs of the
-    page's scheme, passed through C{canonical} (which returns its argument
-    unchanged when it is not a usable URL); a reference with a scheme of its
-    own is already absolute and comes back as written (C{canonical} only
-    for the page's own scheme).  Angle brackets and surrounding whitespace
-    are removed, the fragment dropped.  Never raises.
-    """
-    ref = reference.strip(_EDGE_SPACE)
-    if len(ref) >= 2 and ref[0] == "<" and ref[-1] == ">":
-        ref = ref[1:-1].strip(_EDGE_SPACE)
-    found = _SCHEME.match(ref)
-    if found is not None:
-        return canonical(ref) if found.group(1).lower() == scheme else ref
-    match = _RELATIVE.match(ref)
-    assert match is not None  # every group is optional
-    authority, path, query, _fragment = match.groups()
-    if authority is not None:
-        path = remove_dot_segments(path)
-    else:
-        authority = format_host(host, port, default_port)
-        if not path:
-            path = base_path
-            query = base_query if query is None else query
-        elif path.startswith("/"):
-            path = remove_dot_segments(path)
-        else:
-            path = remove_dot_segments(_merge(base_path, path))
-    target = f"{scheme}://{authority}{path}"
-    if query is not None:
-        target += f"?{query}"
-    return canonical(target)

@@ -24,14 +24,13 @@ from urllib.parse import quote_from_bytes, unquote_to_bytes
 import attrs
 
 from gophergem.errors import InvalidRequest, InvalidStatus, ProtocolError
-from gophergem.url import format_host
+from gophergem.url import format_host, resolve_reference
 from gophergem.wire.gemtext import GemtextDocument, parse_gemtext
 from gophergem.wire.headerline import HeaderLineParser
 from gophergem.wire.smolurl import (
     host_and_port,
     normalise_path,
     normalise_query,
-    resolve_reference,
     split_url,
 )
 
@@ -226,22 +225,8 @@ class SpartanURL:
         stay as written.  Never raises.
         """
         return resolve_reference(
-            "spartan",
-            self.host,
-            self.port,
-            SPARTAN_DEFAULT_PORT,
-            self.path,
-            self.query,
-            reference,
-            _canonical_or_same,
+            self, "spartan", SPARTAN_DEFAULT_PORT, reference, SpartanURL.from_text
         )
-
-
-def _canonical_or_same(text: str) -> str:
-    try:
-        return SpartanURL.from_text(text).to_text()
-    except InvalidRequest:
-        return text
 
 
 def encode_request(url: SpartanURL, data: bytes = b"") -> bytes:
