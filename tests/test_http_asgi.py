@@ -34,6 +34,7 @@ from gophergem.http.endpoint import mcp_resource
 from gophergem.http.origin import transport_security
 from gophergem.http.site import MAX_BODY_SIZE, BodyCappedRequest
 from gophergem.mcp.sessions import SessionLimit
+from tests.helpers.mcp import INITIALIZE
 from tests.helpers.web import (
     Wire,
     http_exchange,
@@ -747,18 +748,6 @@ def test_mountable_anywhere() -> None:
     run(body)
 
 
-INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-).encode()
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 

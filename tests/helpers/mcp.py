@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -18,6 +19,20 @@ from gophergem.testing import FakeGopherServer, MemoryNetwork
 T = TypeVar("T")
 
 HOST_IP = "192.0.2.10"  # memory reactor only: never dialled
+
+#: The initialize request a raw HTTP client POSTs to open a legacy session.
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+).encode()
 MENU = (
     b"iWelcome\tfake\t(NULL)\t0\r\n"
     b"1Sub\t/sub\tg.example\t70\r\n"
