@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import attrs
 
 from gophergem.errors import InvalidStatus, ProtocolError
-from gophergem.wire.headerline import HeaderLineParser
+from gophergem.wire.headerline import HeaderLineParser, decode_meta
 from gophergem.wire.text import sanitise_line
 
 __all__ = [
@@ -116,18 +116,7 @@ def parse_header(line: bytes) -> ResponseHeader:
         raise ProtocolError(message="The response header holds a stray line break.")
     status = int(line[:2])
     status_class(status)
-    raw_meta = line[3:]
-    if len(raw_meta) > MAX_META_BYTES:
-        raise ProtocolError(
-            message=f"The response META is longer than {MAX_META_BYTES} bytes.",
-            status=status,
-        )
-    try:
-        meta = raw_meta.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProtocolError(
-            message="The response META is not valid UTF-8.", status=status
-        ) from None
+    meta = decode_meta(line[3:], status, MAX_META_BYTES, "response")
     if not meta.strip():
         if status // 10 == 2:
             meta = DEFAULT_SUCCESS_META

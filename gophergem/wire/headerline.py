@@ -7,7 +7,7 @@ L{HeaderLineParser} buffers the line, refuses it as soon as it is too
 long, and hands the line (without its line end) to the protocol's own
 C{parse_header}.  Each protocol's C{HeaderParser} subclasses it and says
 only what differs: its limit, its messages, its header type and whether a
-bare LF ends the line.
+bare LF ends the line.  L{decode_meta} reads the META of either.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import attrs
 
 from gophergem.errors import InvalidStatus, ProtocolError
 
-__all__ = ["HeaderLineParser"]
+__all__ = ["HeaderLineParser", "decode_meta"]
 
 _Header = TypeVar("_Header")
 
@@ -115,3 +115,22 @@ class HeaderLineParser(Generic[_Header]):
         self._failure = failure
         self._buffer = bytearray()
         raise failure
+
+
+def decode_meta(raw: bytes, status: int, limit: int, header: str) -> str:
+    """
+    Decode a header's META: at most C{limit} bytes of UTF-8.
+
+    @param header: What the messages call the header (C{"response"}).
+    @raise ProtocolError: If C{raw} is too long or not UTF-8 (naming C{status}).
+    """
+    if len(raw) > limit:
+        raise ProtocolError(
+            message=f"The {header} META is longer than {limit} bytes.", status=status
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError(
+            message=f"The {header} META is not valid UTF-8.", status=status
+        ) from None

@@ -26,7 +26,7 @@ import attrs
 from gophergem.errors import InvalidRequest, InvalidStatus, ProtocolError
 from gophergem.url import format_host, resolve_reference
 from gophergem.wire.gemtext import GemtextDocument, parse_gemtext
-from gophergem.wire.headerline import HeaderLineParser
+from gophergem.wire.headerline import HeaderLineParser, decode_meta
 from gophergem.wire.smolurl import (
     host_and_port,
     normalise_path,
@@ -114,18 +114,7 @@ def parse_header(line: bytes) -> ResponseHeader:
             status=digit,
         )
     status = SpartanStatus(digit)
-    raw_meta = line[2:]
-    if len(raw_meta) > MAX_META_BYTES:
-        raise ProtocolError(
-            message=f"The Spartan response META is longer than {MAX_META_BYTES} bytes.",
-            status=digit,
-        )
-    try:
-        meta = raw_meta.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProtocolError(
-            message="The Spartan response META is not valid UTF-8.", status=digit
-        ) from None
+    meta = decode_meta(line[2:], digit, MAX_META_BYTES, "Spartan response")
     if not meta.strip():
         if status is SpartanStatus.SUCCESS:
             meta = DEFAULT_SUCCESS_META
