@@ -63,6 +63,7 @@ from servers import GopherServer  # noqa: E402
 from stdio_raw import run_footer  # noqa: E402
 
 from gophergem.auth.tokens import add_token  # noqa: E402
+from tests.helpers.daemon import serve_argv  # noqa: E402
 from tests.servers.postgres import _stop as stop_postgres  # noqa: E402
 from tests.servers.postgres import find_binaries, start_postgres  # noqa: E402
 from tests.servers.redis import RedisServer, find_redis_server  # noqa: E402
@@ -142,16 +143,7 @@ class Daemon:
         self.log_path = tmp / f"{name}.log"
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gophergem",
-                "serve",
-                "--transport",
-                "http",
-                "--endpoint",
-                f"tcp:{self.port}:interface={LOOPBACK}",
-            ],
+            serve_argv(self.port),
             env=env,
             cwd=REPO_ROOT,
             stdin=subprocess.DEVNULL,

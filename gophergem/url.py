@@ -21,6 +21,8 @@ import functools
 import ipaddress
 import re
 import string
+from collections.abc import Callable
+from typing import Protocol
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 import attrs
@@ -35,8 +37,11 @@ __all__ = [
     "GOPHER_DEFAULT_PORT",
     "GeminiURL",
     "GopherURL",
+    "Located",
+    "normalise_component",
     "quote_bytes",
     "remove_dot_segments",
+    "resolve_reference",
     "safe_echo",
     "scheme_of",
 ]
@@ -340,12 +345,17 @@ def remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
-def _normalise_component(text: str, safe: frozenset[str]) -> str:
+def normalise_component(text: str, *, query: bool = False, errors: str = "strict") -> str:
     """
-    Percent-encode what may not appear raw in a URL path or query: spaces,
-    non-ASCII (as UTF-8), and a C{%} that does not start an escape.  Existing
-    C{%XX} escapes are left exactly as they are.
+    Percent-encode what may not appear raw in a URL path (or, with
+    C{query}, a query): spaces, non-ASCII (as UTF-8), and a C{%} that does
+    not start an escape.  Existing C{%XX} escapes are left exactly as they
+    are.
+
+    @param errors: How a character is encoded to UTF-8 (C{"surrogatepass"}
+        encodes a lone surrogate instead of raising).
     """
+    safe = _QUERY_SAFE if query else _PATH_SAFE
     if all(c in safe for c in text):
         return text
     out: list[str] = []
@@ -359,7 +369,7 @@ def _normalise_component(text: str, safe: frozenset[str]) -> str:
             index += 3
             continue
         else:
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8")))
+            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8", errors)))
         index += 1
     return "".join(out)
 
@@ -371,6 +381,78 @@ def _is_escape(text: str, index: int) -> bool:
 def _merge(base_path: str, reference_path: str) -> str:
     """Merge a relative path with the base path (RFC 3986 section 5.2.3)."""
     return base_path[: base_path.rfind("/") + 1] + reference_path
+
+
+class Located(Protocol):
+    """A URL as L{resolve_reference} reads it: a page to resolve against."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def query(self) -> str | None: ...
+
+    def to_text(self) -> str: ...
+
+
+def resolve_reference(
+    base: Located,
+    scheme: str,
+    default_port: int,
+    reference: str,
+    parse: Callable[[str], Located],
+    *,
+    keep_fragment: bool = False,
+) -> str:
+    """
+    Resolve a link target against a page at C{base}, a URL of C{scheme}
+    (RFC 3986 section 5.2): relative references become absolute URLs of the
+    page's scheme, printed canonically when C{parse} reads them (as they
+    are when it raises L{InvalidRequest}); a reference with a scheme of its
+    own is already absolute and comes back as written (made canonical only
+    for the page's own scheme).  Angle brackets and surrounding whitespace
+    are removed, the fragment dropped unless C{keep_fragment}.  Never
+    raises.
+    """
+
+    def canonical(text: str) -> str:
+        try:
+            return parse(text).to_text()
+        except InvalidRequest:
+            return text
+
+    ref = reference.strip(_EDGE_SPACE)
+    if len(ref) >= 2 and ref[0] == "<" and ref[-1] == ">":
+        ref = ref[1:-1].strip(_EDGE_SPACE)
+    found = _SCHEME.match(ref)
+    if found is not None:
+        return canonical(ref) if found.group(1).lower() == scheme else ref
+    match = _RELATIVE.match(ref)
+    assert match is not None  # every group is optional
+    authority, path, query, fragment = match.groups()
+    if authority is not None:
+        path = remove_dot_segments(path)
+    else:
+        authority = format_host(base.host, base.port, default_port)
+        if not path:
+            path = base.path
+            query = base.query if query is None else query
+        elif path.startswith("/"):
+            path = remove_dot_segments(path)
+        else:
+            path = remove_dot_segments(_merge(base.path, path))
+    target = f"{scheme}://{authority}{path}"
+    if query is not None:
+        target += f"?{query}"
+    if keep_fragment and fragment is not None:
+        target += f"#{fragment}"
+    return canonical(target)
 
 
 @attrs.frozen
@@ -435,12 +517,12 @@ class GeminiURL:
                 raise InvalidRequest(
                     message="The host in brackets is not an IPv6 address."
                 ) from None
-        path = _normalise_component(remove_dot_segments(path or "/"), _PATH_SAFE)
+        path = normalise_component(remove_dot_segments(path or "/"))
         return cls(
             host=host,
             port=port,
             path=path,
-            query=_normalise_component(query, _QUERY_SAFE) if has_query else None,
+            query=normalise_component(query, query=True) if has_query else None,
         )
 
     def to_text(self) -> str:
@@ -516,34 +598,11 @@ class GeminiURL:
         Never raises: a target that is not a usable gemini URL comes back
         resolved but unnormalised, and fetching it will say why it fails.
         """
-        ref = reference.strip(_EDGE_SPACE)
-        if len(ref) >= 2 and ref[0] == "<" and ref[-1] == ">":
-            ref = ref[1:-1].strip(_EDGE_SPACE)
-        scheme = _SCHEME.match(ref)
-        if scheme is not None:
-            if scheme.group(1).lower() != "gemini":
-                return ref
-            return _canonical_or_same(ref)
-        match = _RELATIVE.match(ref)
-        assert match is not None  # every group is optional
-        authority, path, query, fragment = match.groups()
-        if authority is not None:
-            path = remove_dot_segments(path)
-        else:
-            authority = format_host(self.host, self.port, GEMINI_DEFAULT_PORT)
-            if not path:
-                path = self.path
-                query = self.query if query is None else query
-            elif path.startswith("/"):
-                path = remove_dot_segments(path)
-            else:
-                path = remove_dot_segments(_merge(self.path, path))
-        target = f"gemini://{authority}{path}"
-        if query is not None:
-            target += f"?{query}"
-        if fragment is not None:
-            target += f"#{fragment}"
-        return _canonical_or_same(target)
+        # The targets are not remembered: a page's many links would crowd
+        # out the URLs clients name again and again.
+        return resolve_reference(
+            self, "gemini", GEMINI_DEFAULT_PORT, reference, GeminiURL._parse, keep_fragment=True
+        )
 
 
 #: How many parsed URLs of each scheme are remembered (texts that failed to
@@ -559,13 +618,3 @@ def _remembered_gopher(text: str) -> GopherURL:
 @functools.lru_cache(maxsize=_REMEMBERED_URLS)
 def _remembered_gemini(text: str) -> GeminiURL:
     return GeminiURL._parse(text)
-
-
-def _canonical_or_same(text: str) -> str:
-    """Print C{text} as a canonical gemini URL, or return it unchanged if it is not one."""
-    try:
-        # Not remembered: a page's many links would crowd out the URLs
-        # clients name again and again.
-        return GeminiURL._parse(text).to_text()
-    except InvalidRequest:
-        return text

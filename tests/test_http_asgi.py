@@ -34,6 +34,7 @@ from gophergem.http.endpoint import mcp_resource
 from gophergem.http.origin import transport_security
 from gophergem.http.site import MAX_BODY_SIZE, BodyCappedRequest
 from gophergem.mcp.sessions import SessionLimit
+from tests.helpers.mcp import INITIALIZE
 from tests.helpers.web import (
     Wire,
     http_exchange,
@@ -747,18 +748,6 @@ def test_mountable_anywhere() -> None:
     run(body)
 
 
-INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-).encode()
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
@@ -785,6 +774,19 @@ async def legacy_session(port: int) -> str:
     return session
 
 
+def event_stream_request(session: str) -> bytes:
+    """The GET that opens the event stream of C{session}."""
+    return request_bytes(
+        "GET",
+        "/mcp",
+        headers={
+            "Accept": "text/event-stream",
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
+
+
 def test_sdk_event_stream_headers_arrive_before_any_event() -> None:
     """The legacy GET stream shows 200 text/event-stream at once, though no event is due."""
 
@@ -792,18 +794,7 @@ def test_sdk_event_stream_headers_arrive_before_any_event() -> None:
         server, _ = small_server()
         async with sdk_site(server) as (port, _, _):
             session = await legacy_session(port)
-            reader, writer = await http_exchange(
-                port,
-                request_bytes(
-                    "GET",
-                    "/mcp",
-                    headers={
-                        "Accept": "text/event-stream",
-                        "Mcp-Session-Id": session,
-                        "MCP-Protocol-Version": "2025-11-25",
-                    },
-                ),
-            )
+            reader, writer = await http_exchange(port, event_stream_request(session))
             status, headers = await asyncio.wait_for(read_head(reader), 5)
             assert status == 200
             assert headers["content-type"].startswith("text/event-stream")
@@ -819,18 +810,7 @@ def test_sdk_stop_closes_open_event_streams() -> None:
         server, _ = small_server()
         async with sdk_site(server) as (port, resource, service):
             session = await legacy_session(port)
-            reader, writer = await http_exchange(
-                port,
-                request_bytes(
-                    "GET",
-                    "/mcp",
-                    headers={
-                        "Accept": "text/event-stream",
-                        "Mcp-Session-Id": session,
-                        "MCP-Protocol-Version": "2025-11-25",
-                    },
-                ),
-            )
+            reader, writer = await http_exchange(port, event_stream_request(session))
             await read_head(reader)
             await asyncio.wait_for(service.stopService().asFuture(asyncio.get_running_loop()), 5)
             assert not resource._exchanges
@@ -960,18 +940,7 @@ async def session_status(port: int, session: str) -> int:
 
 async def open_stream(port: int, session: str) -> asyncio.StreamWriter:
     """Open the GET event stream of C{session} (which makes it busy); return its writer."""
-    reader, writer = await http_exchange(
-        port,
-        request_bytes(
-            "GET",
-            "/mcp",
-            headers={
-                "Accept": "text/event-stream",
-                "Mcp-Session-Id": session,
-                "MCP-Protocol-Version": "2025-11-25",
-            },
-        ),
-    )
+    reader, writer = await http_exchange(port, event_stream_request(session))
     assert (await read_head(reader))[0] == 200
     return writer
 

@@ -244,7 +244,6 @@ def test_page_cut_by_the_deadline_is_marked_incomplete() -> None:
     returns the page at the deadline, marked incomplete (deadline), valid
     against the output schema, the mark kept in the compact text block.
     """
-    import asyncio
 
     net = MemoryNetwork()
     net.resolver.add("localhost", HOST_IP)
@@ -257,20 +256,7 @@ def test_page_cut_by_the_deadline_is_marked_incomplete() -> None:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             return tools, await client.call_tool("gemini_fetch", {"url": "gemini://localhost/"})
 
-    async def main() -> tuple[Any, Any]:
-        async def pump() -> None:
-            while True:
-                net.flush()
-                net.reactor.advance(0.25)
-                await asyncio.sleep(0)
-
-        pumping = asyncio.ensure_future(pump())
-        try:
-            return await body()
-        finally:
-            pumping.cancel()
-
-    tools, result = asyncio.run(main())
+    tools, result = run_with_network(net, body, advance=0.25)
     data = result.structured_content
     validator(tools["gemini_fetch"].output_schema).validate(data)
     assert data["kind"] == "gemtext" and data["document"]["lines"][0]["content"] == "# Hello"

@@ -194,20 +194,7 @@ def test_incomplete_results_keep_to_the_schema() -> None:
             )
             return tools, held, batch
 
-    async def main() -> tuple[Any, Any, Any]:
-        async def pump() -> None:
-            while True:
-                net.flush()
-                net.reactor.advance(0.25)
-                await asyncio.sleep(0)
-
-        pumping = asyncio.ensure_future(pump())
-        try:
-            return await body()
-        finally:
-            pumping.cancel()
-
-    tools, held, batch = asyncio.run(main())
+    tools, held, batch = run_with_network(net, body, advance=0.25)
     data = held.structured_content
     jsonschema.validate(data, schema_of(tools, "gopher_fetch"))
     assert (data["kind"], data["text"]) == ("text", "Half a te")

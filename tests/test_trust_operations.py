@@ -36,6 +36,7 @@ from gophergem.trust import operations as ops
 from gophergem.url import GeminiURL
 from tests.helpers import deferring
 from tests.helpers.deferring import answers
+from tests.helpers.trust import FP, a_pin
 
 #: Every test runs with the stores answering plainly, with Deferreds, and
 #: with Deferreds that wait for the clock (L{tests.helpers.deferring}).
@@ -64,21 +65,7 @@ def run(operation: Coroutine[Any, Any, Any]) -> Any:
     return box[0]
 
 
-FP = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32
-
-
-def a_pin(host: str = "capsule.example", port: int = 1965, fingerprint: str = FP) -> Pin:
-    return Pin(
-        host=host,
-        port=port,
-        fingerprint=fingerprint,
-        spki="sha256:" + "ee" * 32,
-        first_seen=EPOCH - 100,
-        last_seen=EPOCH - 10,
-        not_before=EPOCH - 1000,
-        expires=EPOCH + 1000,
-    )
 
 
 @pytest.fixture(params=["memory", "file"])

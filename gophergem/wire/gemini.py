@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import string
 from collections.abc import Iterable
-from typing import NoReturn
 
 import attrs
 
 from gophergem.errors import InvalidStatus, ProtocolError
+from gophergem.wire.headerline import HeaderLineParser, decode_meta
 from gophergem.wire.text import sanitise_line
 
 __all__ = [
@@ -116,18 +116,7 @@ def parse_header(line: bytes) -> ResponseHeader:
         raise ProtocolError(message="The response header holds a stray line break.")
     status = int(line[:2])
     status_class(status)
-    raw_meta = line[3:]
-    if len(raw_meta) > MAX_META_BYTES:
-        raise ProtocolError(
-            message=f"The response META is longer than {MAX_META_BYTES} bytes.",
-            status=status,
-        )
-    try:
-        meta = raw_meta.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProtocolError(
-            message="The response META is not valid UTF-8.", status=status
-        ) from None
+    meta = decode_meta(line[3:], status, MAX_META_BYTES, "response")
     if not meta.strip():
         if status // 10 == 2:
             meta = DEFAULT_SUCCESS_META
@@ -141,7 +130,7 @@ def parse_header(line: bytes) -> ResponseHeader:
 
 
 @attrs.define
-class HeaderParser:
+class HeaderParser(HeaderLineParser[ResponseHeader]):
     """
     Read a response header from a stream of bytes.
 
@@ -150,74 +139,15 @@ class HeaderParser:
     it.  A header longer than L{MAX_HEADER_BYTES} is refused as soon as it is
     seen to be too long, without buffering more of it.  A header ended by a
     bare LF is refused.
-
-    @ivar rest: The bytes after the header, once it is complete.  Data fed
-        after that is appended here: a client should take C{rest} once and
-        hand later data to its body buffer instead.
-    @ivar header: The header, once complete.
     """
 
-    _buffer: bytearray = attrs.field(factory=bytearray, init=False)
-    rest: bytes = attrs.field(default=b"", init=False)
-    header: ResponseHeader | None = attrs.field(default=None, init=False)
-    _failure: ProtocolError | InvalidStatus | None = attrs.field(default=None, init=False)
+    max_bytes = MAX_HEADER_BYTES
+    too_long = f"The response header is longer than the {MAX_HEADER_BYTES} bytes Gemini allows."
+    cut_short = "The connection closed in the middle of the response header."
+    bare_lf = "The response header ends in a bare LF, not CRLF."
 
-    def feed(self, data: bytes) -> ResponseHeader | None:
-        """
-        Add C{data}.
-
-        @return: The header once it is complete (on this call and every
-            later one), else C{None}.
-        @raise ProtocolError: If the header is malformed or too long.
-        @raise InvalidStatus: If its status is outside 10-69.
-        """
-        if self._failure is not None:
-            raise self._failure
-        if self.header is not None:
-            self.rest += data
-            return self.header
-        end = data.find(b"\n")
-        if end < 0:
-            if len(self._buffer) + len(data) >= MAX_HEADER_BYTES:
-                self._fail(ProtocolError(message=self._too_long()))
-            self._buffer += data
-            return None
-        if len(self._buffer) + end + 1 > MAX_HEADER_BYTES:
-            self._fail(ProtocolError(message=self._too_long()))
-        line = bytes(self._buffer) + data[:end]
-        if not line.endswith(b"\r"):
-            self._fail(ProtocolError(message="The response header ends in a bare LF, not CRLF."))
-        try:
-            self.header = parse_header(line[:-1])
-        except (ProtocolError, InvalidStatus) as failure:
-            self._fail(failure)
-        self._buffer = bytearray()
-        self.rest = data[end + 1 :]
-        return self.header
-
-    def eof(self) -> None:
-        """
-        Say that the stream ended.
-
-        @raise ProtocolError: If no complete header arrived.
-        """
-        if self._failure is not None:
-            raise self._failure
-        if self.header is None:
-            if self._buffer:
-                message = "The connection closed in the middle of the response header."
-            else:
-                message = "The connection closed before any response arrived."
-            self._fail(ProtocolError(message=message))
-
-    def _fail(self, failure: ProtocolError | InvalidStatus) -> NoReturn:
-        self._failure = failure
-        self._buffer = bytearray()
-        raise failure
-
-    @staticmethod
-    def _too_long() -> str:
-        return f"The response header is longer than the {MAX_HEADER_BYTES} bytes Gemini allows."
+    def _parse(self, line: bytes) -> ResponseHeader:
+        return parse_header(line)
 
 
 # --- MIME types -------------------------------------------------------------

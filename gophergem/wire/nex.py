@@ -20,13 +20,12 @@ from urllib.parse import unquote_to_bytes
 import attrs
 
 from gophergem.errors import InvalidRequest
-from gophergem.url import format_host
+from gophergem.url import format_host, resolve_reference
 from gophergem.wire.gemtext import GemtextDocument, parse_gemtext
 from gophergem.wire.smolurl import (
     host_and_port,
     normalise_path,
     normalise_query,
-    resolve_reference,
     split_url,
 )
 from gophergem.wire.text import DecodedText, decode_body
@@ -128,23 +127,7 @@ class NexURL:
         targets become absolute C{nex://} URLs; other schemes stay as
         written.  Never raises.
         """
-        return resolve_reference(
-            "nex",
-            self.host,
-            self.port,
-            NEX_DEFAULT_PORT,
-            self.path,
-            self.query,
-            reference,
-            _canonical_or_same,
-        )
-
-
-def _canonical_or_same(text: str) -> str:
-    try:
-        return NexURL.from_text(text).to_text()
-    except InvalidRequest:
-        return text
+        return resolve_reference(self, "nex", NEX_DEFAULT_PORT, reference, NexURL.from_text)
 
 
 def kind_of(path: str) -> NexKind:

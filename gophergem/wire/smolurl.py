@@ -2,8 +2,9 @@
 """
 What the small web's URLs (C{finger://}, C{nex://}, C{spartan://},
 C{titan://}) share, free of I/O: splitting a URL into its parts, refusing
-what cannot be sent, normalising a path or query, and resolving a link
-against a page (RFC 3986 section 5.2).
+what cannot be sent, and normalising a path or query.  A link is resolved
+against a page by L{gophergem.url.resolve_reference}, which Gemini's URLs
+use too.
 
 Each scheme's own URL value lives beside its wire format
 (L{gophergem.wire.finger.FingerURL}, L{gophergem.wire.nex.NexURL},
@@ -15,31 +16,26 @@ L{InvalidRequest}.
 from __future__ import annotations
 
 import re
-import string
-from collections.abc import Callable
 
 import attrs
 
 from gophergem.errors import InvalidRequest
-from gophergem.url import format_host, parse_host, remove_dot_segments, scheme_of
+from gophergem.url import (
+    normalise_component,
+    parse_host,
+    remove_dot_segments,
+    scheme_of,
+)
 
 __all__ = [
     "SplitURL",
     "host_and_port",
     "normalise_path",
     "normalise_query",
-    "resolve_reference",
     "split_url",
 ]
 
-_UNRESERVED = string.ascii_letters + string.digits + "-._~"
-_PATH_SAFE = frozenset(_UNRESERVED + "!$&'()*+,;=" + ":@/")
-_QUERY_SAFE = _PATH_SAFE | {"?"}
-_HEX = frozenset(string.hexdigits)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-_RELATIVE = re.compile(r"(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
-_EDGE_SPACE = " \t\r\n\f\v"
 
 
 @attrs.frozen
@@ -94,85 +90,15 @@ def host_and_port(authority: str, default_port: int, scheme: str) -> tuple[str, 
     return parse_host(authority, default_port, scheme)
 
 
-def _normalise(text: str, safe: frozenset[str]) -> str:
-    if all(c in safe for c in text):
-        return text
-    out: list[str] = []
-    index, size = 0, len(text)
-    while index < size:
-        char = text[index]
-        if char in safe:
-            out.append(char)
-        elif (
-            char == "%" and index + 2 < size and text[index + 1] in _HEX and text[index + 2] in _HEX
-        ):
-            out.append(text[index : index + 3])
-            index += 3
-            continue
-        else:
-            out.append("".join(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass")))
-        index += 1
-    return "".join(out)
-
-
 def normalise_path(path: str) -> str:
     """
     One spelling of a path: never empty (C{/}), dot-segments removed, and
     what may not appear raw in a URL percent-encoded (existing C{%XX}
     escapes kept).
     """
-    return _normalise(remove_dot_segments(path or "/"), _PATH_SAFE)
+    return normalise_component(remove_dot_segments(path or "/"), errors="surrogatepass")
 
 
 def normalise_query(query: str | None) -> str | None:
     """L{normalise_path}'s encoding for a query (C{None} stays C{None})."""
-    return None if query is None else _normalise(query, _QUERY_SAFE)
-
-
-def _merge(base_path: str, reference_path: str) -> str:
-    return base_path[: base_path.rfind("/") + 1] + reference_path
-
-
-def resolve_reference(
-    scheme: str,
-    host: str,
-    port: int,
-    default_port: int,
-    base_path: str,
-    base_query: str | None,
-    reference: str,
-    canonical: Callable[[str], str],
-) -> str:
-    """
-    Resolve a link target against a page at C{scheme://host:port/base_path}
-    (RFC 3986 section 5.2): relative references become absolute URLs of the
-    page's scheme, passed through C{canonical} (which returns its argument
-    unchanged when it is not a usable URL); a reference with a scheme of its
-    own is already absolute and comes back as written (C{canonical} only
-    for the page's own scheme).  Angle brackets and surrounding whitespace
-    are removed, the fragment dropped.  Never raises.
-    """
-    ref = reference.strip(_EDGE_SPACE)
-    if len(ref) >= 2 and ref[0] == "<" and ref[-1] == ">":
-        ref = ref[1:-1].strip(_EDGE_SPACE)
-    found = _SCHEME.match(ref)
-    if found is not None:
-        return canonical(ref) if found.group(1).lower() == scheme else ref
-    match = _RELATIVE.match(ref)
-    assert match is not None  # every group is optional
-    authority, path, query, _fragment = match.groups()
-    if authority is not None:
-        path = remove_dot_segments(path)
-    else:
-        authority = format_host(host, port, default_port)
-        if not path:
-            path = base_path
-            query = base_query if query is None else query
-        elif path.startswith("/"):
-            path = remove_dot_segments(path)
-        else:
-            path = remove_dot_segments(_merge(base_path, path))
-    target = f"{scheme}://{authority}{path}"
-    if query is not None:
-        target += f"?{query}"
-    return canonical(target)
+    return None if query is None else normalise_component(query, query=True, errors="surrogatepass")

@@ -19,19 +19,18 @@ that asks the reader for input (L{gophergem.wire.gemtext.Link.takes_input}).
 from __future__ import annotations
 
 import enum
-from typing import NoReturn
 from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 import attrs
 
 from gophergem.errors import InvalidRequest, InvalidStatus, ProtocolError
-from gophergem.url import format_host
+from gophergem.url import format_host, resolve_reference
 from gophergem.wire.gemtext import GemtextDocument, parse_gemtext
+from gophergem.wire.headerline import HeaderLineParser, decode_meta
 from gophergem.wire.smolurl import (
     host_and_port,
     normalise_path,
     normalise_query,
-    resolve_reference,
     split_url,
 )
 
@@ -115,18 +114,7 @@ def parse_header(line: bytes) -> ResponseHeader:
             status=digit,
         )
     status = SpartanStatus(digit)
-    raw_meta = line[2:]
-    if len(raw_meta) > MAX_META_BYTES:
-        raise ProtocolError(
-            message=f"The Spartan response META is longer than {MAX_META_BYTES} bytes.",
-            status=digit,
-        )
-    try:
-        meta = raw_meta.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProtocolError(
-            message="The Spartan response META is not valid UTF-8.", status=digit
-        ) from None
+    meta = decode_meta(line[2:], digit, MAX_META_BYTES, "Spartan response")
     if not meta.strip():
         if status is SpartanStatus.SUCCESS:
             meta = DEFAULT_SUCCESS_META
@@ -138,7 +126,7 @@ def parse_header(line: bytes) -> ResponseHeader:
 
 
 @attrs.define
-class HeaderParser:
+class HeaderParser(HeaderLineParser[ResponseHeader]):
     """
     Read a Spartan response header from a stream of bytes, never holding
     more than L{MAX_HEADER_BYTES} of it.
@@ -147,68 +135,14 @@ class HeaderParser:
     it and L{rest} holds the body bytes that came with it.  A header ended
     by a bare LF is accepted (the specification says CRLF; some servers
     write LF).
-
-    @ivar rest: The bytes after the header, once it is complete.
-    @ivar header: The header, once complete.
     """
 
-    _buffer: bytearray = attrs.field(factory=bytearray, init=False)
-    rest: bytes = attrs.field(default=b"", init=False)
-    header: ResponseHeader | None = attrs.field(default=None, init=False)
-    _failure: ProtocolError | InvalidStatus | None = attrs.field(default=None, init=False)
+    max_bytes = MAX_HEADER_BYTES
+    too_long = f"The Spartan response header is longer than {MAX_HEADER_BYTES} bytes."
+    cut_short = "The connection closed in the middle of the Spartan response header."
 
-    def feed(self, data: bytes) -> ResponseHeader | None:
-        """
-        Add C{data}.
-
-        @return: The header once it is complete, else C{None}.
-        @raise ProtocolError: If the header is malformed or too long.
-        @raise InvalidStatus: If its status is not one Spartan defines.
-        """
-        if self._failure is not None:
-            raise self._failure
-        if self.header is not None:
-            self.rest += data
-            return self.header
-        end = data.find(b"\n")
-        if end < 0:
-            if len(self._buffer) + len(data) >= MAX_HEADER_BYTES:
-                self._fail(ProtocolError(message=_TOO_LONG))
-            self._buffer += data
-            return None
-        if len(self._buffer) + end + 1 > MAX_HEADER_BYTES:
-            self._fail(ProtocolError(message=_TOO_LONG))
-        line = bytes(self._buffer) + data[:end]
-        try:
-            self.header = parse_header(line.removesuffix(b"\r"))
-        except (ProtocolError, InvalidStatus) as failure:
-            self._fail(failure)
-        self._buffer = bytearray()
-        self.rest = data[end + 1 :]
-        return self.header
-
-    def eof(self) -> None:
-        """
-        Say that the stream ended.
-
-        @raise ProtocolError: If no complete header arrived.
-        """
-        if self._failure is not None:
-            raise self._failure
-        if self.header is None:
-            if self._buffer:
-                message = "The connection closed in the middle of the Spartan response header."
-            else:
-                message = "The connection closed before any response arrived."
-            self._fail(ProtocolError(message=message))
-
-    def _fail(self, failure: ProtocolError | InvalidStatus) -> NoReturn:
-        self._failure = failure
-        self._buffer = bytearray()
-        raise failure
-
-
-_TOO_LONG = f"The Spartan response header is longer than {MAX_HEADER_BYTES} bytes."
+    def _parse(self, line: bytes) -> ResponseHeader:
+        return parse_header(line)
 
 
 @attrs.frozen
@@ -280,22 +214,8 @@ class SpartanURL:
         stay as written.  Never raises.
         """
         return resolve_reference(
-            "spartan",
-            self.host,
-            self.port,
-            SPARTAN_DEFAULT_PORT,
-            self.path,
-            self.query,
-            reference,
-            _canonical_or_same,
+            self, "spartan", SPARTAN_DEFAULT_PORT, reference, SpartanURL.from_text
         )
-
-
-def _canonical_or_same(text: str) -> str:
-    try:
-        return SpartanURL.from_text(text).to_text()
-    except InvalidRequest:
-        return text
 
 
 def encode_request(url: SpartanURL, data: bytes = b"") -> bytes:

@@ -155,16 +155,12 @@ def serve_argv(port: int) -> list[str]:
 
 def http_daemon_argv(port: int) -> list[str]:
     """C{twistd -n --pidfile= gophergem --transport http} on loopback C{port}."""
-    return [
-        *TWISTD,
-        "-n",
-        "--pidfile=",
-        "gophergem",
-        "--transport",
-        "http",
-        "--endpoint",
-        f"tcp:{port}:interface={LOOPBACK}",
-    ]
+    return twistd_http_argv(f"tcp:{port}:interface={LOOPBACK}")
+
+
+def twistd_http_argv(endpoint: str) -> list[str]:
+    """C{twistd -n --pidfile= gophergem --transport http} on C{endpoint}."""
+    return [*TWISTD, "-n", "--pidfile=", "gophergem", "--transport", "http", "--endpoint", endpoint]
 
 
 def post_mcp(port: int, headers: dict[str, str]) -> http.client.HTTPResponse:

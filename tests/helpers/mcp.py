@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -18,6 +19,20 @@ from gophergem.testing import FakeGopherServer, MemoryNetwork
 T = TypeVar("T")
 
 HOST_IP = "192.0.2.10"  # memory reactor only: never dialled
+
+#: The initialize request a raw HTTP client POSTs to open a legacy session.
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+).encode()
 MENU = (
     b"iWelcome\tfake\t(NULL)\t0\r\n"
     b"1Sub\t/sub\tg.example\t70\r\n"
@@ -42,13 +57,22 @@ def network() -> tuple[MemoryNetwork, FakeGopherServer]:
     return net, server
 
 
-def run_with_network(net: MemoryNetwork, body: Callable[[], Awaitable[T]]) -> T:
-    """Run C{body()} on a fresh asyncio loop while C{net} is flushed every turn."""
+def run_with_network(
+    net: MemoryNetwork, body: Callable[[], Awaitable[T]], advance: float | None = None
+) -> T:
+    """
+    Run C{body()} on a fresh asyncio loop while C{net} is flushed every turn.
+
+    @param advance: If given, the seconds the network's clock moves on
+        each turn too (for bodies that wait on a timeout).
+    """
 
     async def main() -> T:
         async def pump() -> None:
             while True:
                 net.flush()
+                if advance is not None:
+                    net.reactor.advance(advance)
                 await asyncio.sleep(0)
 
         pumping = asyncio.ensure_future(pump())

@@ -97,9 +97,9 @@ def go(child: subprocess.Popen[str]) -> None:
 FP = "sha256:" + "ab" * 32
 
 
-def a_pin(fingerprint: str = FP, port: int = 1965) -> Pin:
+def a_pin(fingerprint: str = FP, port: int = 1965, host: str = "capsule.example") -> Pin:
     return Pin(
-        host="capsule.example",
+        host=host,
         port=port,
         fingerprint=fingerprint,
         spki="sha256:" + "ee" * 32,

@@ -32,7 +32,9 @@ from tests.helpers.daemon import (
     http_daemon_argv,
     http_get,
     running,
+    twistd_http_argv,
 )
+from tests.helpers.mcp import INITIALIZE
 
 from .conftest import (
     LOOPBACK,
@@ -100,18 +102,7 @@ def test_policy_and_prompts(daemon: Daemon, mode: str) -> None:
 
 
 def post_initialize(port: int, headers: dict[str, str]) -> int:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        }
-    )
+    body = INITIALIZE
     connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
     try:
         connection.request(
@@ -330,18 +321,7 @@ def open_event_stream(port: int) -> Any:
     """Open a legacy session and its GET event stream; return the stream's socket file."""
     import socket
 
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        }
-    )
+    body = INITIALIZE
     connection = http.client.HTTPConnection(LOOPBACK, port, timeout=10)
     connection.request(
         "POST",
@@ -420,18 +400,7 @@ def start_call(daemon: Daemon, url: str, era: str) -> tuple[Any, list[Any]]:
         connection.request(
             "POST",
             "/mcp",
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "raw", "version": "1"},
-                    },
-                }
-            ),
+            INITIALIZE,
             headers=headers,
         )
         response = connection.getresponse()
@@ -685,16 +654,7 @@ def test_unix_socket_takes_host_localhost(tmp_path: Path) -> None:
 
     path = tmp_path / "gophergem.sock"
     process = subprocess.Popen(
-        [
-            *TWISTD,
-            "-n",
-            "--pidfile=",
-            "gophergem",
-            "--transport",
-            "http",
-            "--endpoint",
-            f"unix:{path}",
-        ],
+        twistd_http_argv(f"unix:{path}"),
         env=daemon_env(tmp_path),
         cwd=str(tmp_path),
         stdin=subprocess.DEVNULL,

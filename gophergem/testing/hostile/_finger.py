@@ -11,7 +11,6 @@ from gophergem.testing.hostile._engine import (
     BIDI_AND_ANSI,
     BINARY,
     Behaviour,
-    HostileExchange,
     answer,
     close,
     flood,
@@ -21,16 +20,6 @@ from gophergem.testing.hostile._engine import (
 
 #: A well-formed answer: a short plan.
 GOOD_PLAN = b"Login: alice\r\nPlan:\r\nWrite a well-behaved finger daemon.\r\n"
-
-
-def _never_close(exchange: HostileExchange, request: bytes) -> None:
-    exchange.send(GOOD_PLAN)
-    exchange.hold()
-
-
-def _hold_mid_answer(exchange: HostileExchange, request: bytes) -> None:
-    exchange.send(b"Login: alice\r\nPlan:\r\nThe first half of a pl")
-    exchange.hold()
 
 
 FINGER_BEHAVIOURS: Mapping[str, Behaviour] = {
@@ -47,13 +36,13 @@ FINGER_BEHAVIOURS: Mapping[str, Behaviour] = {
             "never-close",
             "finger",
             "Sends a complete plan and keeps the connection open.",
-            _never_close,
+            answer(GOOD_PLAN, then="hold"),
         ),
         Behaviour(
             "hold-mid-answer",
             "finger",
             "Sends half a plan and keeps the connection open.",
-            _hold_mid_answer,
+            answer(b"Login: alice\r\nPlan:\r\nThe first half of a pl", then="hold"),
         ),
         Behaviour(
             "send-forever",

@@ -58,11 +58,6 @@ def _no_close_notify(exchange: HostileExchange, request: bytes) -> None:
     exchange.cut()
 
 
-def _gemini_never_close(exchange: HostileExchange, request: bytes) -> None:
-    exchange.send(GOOD_GEMTEXT)
-    exchange.hold()
-
-
 def _sensitive(echo: bool) -> Respond:
     def respond(exchange: HostileExchange, request: bytes) -> None:
         answer = _gemini_query(request)
@@ -132,7 +127,7 @@ GEMINI_BEHAVIOURS: Mapping[str, Behaviour] = {
             "never-close",
             "gemini",
             "Sends a complete response and keeps the connection open.",
-            _gemini_never_close,
+            answer(GOOD_GEMTEXT, then="hold"),
             tls=cert(),
         ),
         Behaviour(

@@ -25,16 +25,6 @@ from gophergem.testing.hostile._engine import (
 GOOD_PAGE = b"2 text/gemini\r\n# Welcome\n=: /search Search\nAll is well here.\n"
 
 
-def _never_close(exchange: HostileExchange, request: bytes) -> None:
-    exchange.send(GOOD_PAGE)
-    exchange.hold()
-
-
-def _hold_mid_body(exchange: HostileExchange, request: bytes) -> None:
-    exchange.send(b"2 text/gemini\r\n# The first half of a pa")
-    exchange.hold()
-
-
 def _robots_forever() -> Respond:
     def respond(exchange: HostileExchange, request: bytes) -> None:
         if request.split(b" ")[1:2] == [b"/robots.txt"]:
@@ -66,13 +56,13 @@ SPARTAN_BEHAVIOURS: Mapping[str, Behaviour] = {
             "never-close",
             "spartan",
             "Sends a complete page and keeps the connection open.",
-            _never_close,
+            answer(GOOD_PAGE, then="hold"),
         ),
         Behaviour(
             "hold-mid-body",
             "spartan",
             "Sends a success header and part of the body, and keeps the connection open.",
-            _hold_mid_body,
+            answer(b"2 text/gemini\r\n# The first half of a pa", then="hold"),
         ),
         Behaviour(
             "send-forever",
