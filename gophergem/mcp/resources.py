@@ -56,7 +56,11 @@ def policy_text(config: Config) -> str:
         "on concurrent fetches or a cache TTL off. The limit on connections open at once to "
         "one host (robots.txt probes included) is always on.",
     ]
-    for section, title in (("gopher", "Gopher"), ("gemini", "Gemini")):
+    for section, title in (
+        ("gopher", "Gopher"),
+        ("gemini", "Gemini"),
+        ("titan", "Titan uploads (addresses, timeouts and pacing as Gemini's)"),
+    ):
         values = getattr(config, section)
         lines.append("")
         lines.append(f"{title}:")
