@@ -50,6 +50,7 @@ def test_tools_listed_with_schemas() -> None:
         "gemini_trust_update",
         "gemini_client_cert_list",
         "gemini_client_cert_update",
+        "titan_upload",
     }
     for tool in by_name.values():
         assert tool.description and not tool.description.startswith((" ", "\n"))
@@ -237,7 +238,7 @@ def test_tools_are_the_module_level_functions() -> None:
     """Every listed tool is a module-level function of a tool module; the server has the fetcher."""
     import inspect
 
-    from gophergem.mcp.tools import gemini, gopher, trust
+    from gophergem.mcp.tools import gemini, gopher, titan, trust
 
     net, _ = network()
     fetcher = net.fetcher()
@@ -245,9 +246,9 @@ def test_tools_are_the_module_level_functions() -> None:
     assert server.fetcher is fetcher
     functions = {
         name: getattr(module, name)
-        for module in (gopher, gemini, trust)
+        for module in (gopher, gemini, trust, titan)
         for name in module.__all__
-        if name.startswith(("gopher_", "gemini_"))
+        if name.startswith(("gopher_", "gemini_", "titan_"))
     }
     assert all(inspect.iscoroutinefunction(fn) for fn in functions.values())
 
@@ -322,7 +323,7 @@ def test_mounted_server_serves_the_whole_surface(tmp_path: Path) -> None:
 
     tools, resources, prompts = asyncio.run(listed(build_server(fetcher, config)))
     assert tools == _stdio_names("tools/list", "tools", "name")
-    assert len(tools) == 13
+    assert len(tools) == 14
     assert {"feed_list", "feed_subscribe", "feed_unsubscribe", "feed_updates"} <= set(tools)
     assert resources == _stdio_names("resources/list", "resources", "uri")
     assert "gophergem://feeds/updates" in resources

@@ -661,5 +661,6 @@ OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "feed_list": SubscriptionsResult,
     "feed_updates": FeedUpdatesResult,
     "smolweb_search": SearchResult,
+    "titan_upload": GeminiPayload,
 }
 """Each tool's output model, by tool name."""

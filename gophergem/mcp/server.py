@@ -45,6 +45,7 @@ from gophergem.mcp.tools import feeds as feed_tools
 from gophergem.mcp.tools import gemini as gemini_tools
 from gophergem.mcp.tools import gopher as gopher_tools
 from gophergem.mcp.tools import search as search_tools
+from gophergem.mcp.tools import titan as titan_tools
 from gophergem.mcp.tools import trust as trust_tools
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "argument_errors", "build_server"]
@@ -376,6 +377,7 @@ def build_server(
     if fetcher.gemini_enabled:
         gemini_tools.register(server)
         trust_tools.register(server)
+        titan_tools.register(server)
     if config is not None:
         search_tools.register(server)
         resources.register(server, config)

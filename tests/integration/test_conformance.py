@@ -78,6 +78,7 @@ TOOLS = {
     "feed_list",
     "feed_updates",
     "smolweb_search",
+    "titan_upload",
 }
 WELCOME = "Welcome to the gophergem integration fixture."
 
