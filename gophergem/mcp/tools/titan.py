@@ -41,9 +41,8 @@ from gophergem.url import safe_echo
 __all__ = ["TITAN_UPLOAD", "WRITES", "register", "titan_upload"]
 
 TITAN_UPLOAD = (
-    "Write UTF-8 text to a titan:// URL (Gemini's upload companion); empty content deletes the "
-    "page. The user is asked every time. The answer is a Gemini result; a redirect is "
-    "reported, not followed."
+    "Write UTF-8 text to a titan:// URL; empty content deletes the page. The user is asked "
+    "each time. Returns a Gemini result (a redirect is reported, not followed)."
 )
 
 WRITES = ToolAnnotations(
@@ -82,12 +81,10 @@ async def _ask(
 
 async def titan_upload(
     ctx: Context[Any, Any],
-    url: Annotated[str, Field(description="A titan:// URL (its ;parameters are replaced).")],
-    content: Annotated[str, Field(description="The page, sent as UTF-8; empty deletes it.")],
-    mime: Annotated[str, Field(description="Its MIME type.")] = "text/gemini",
-    token: Annotated[
-        str | None, Field(description="The server's upload token, if it wants one.")
-    ] = None,
+    url: Annotated[str, Field(description="A titan:// URL.")],
+    content: Annotated[str, Field(description="The page; empty deletes it.")],
+    mime: Annotated[str, Field(description="MIME type.")] = "text/gemini",
+    token: Annotated[str | None, Field(description="Upload token, if needed.")] = None,
 ) -> CallToolResult | InputRequiredResult:
     """Upload to a Titan server on the user's yes, asked each time."""
     fetcher = fetcher_of(ctx)
