@@ -13,6 +13,8 @@ from typing import Any
 import attrs
 import pytest
 from twisted.internet.defer import Deferred
+from twisted.internet.protocol import Factory, Protocol
+from twisted.protocols.tls import TLSMemoryBIOFactory
 
 from gophergem.config import Config, TitanConfig
 from gophergem.errors import BlockedError, InvalidRequest
@@ -196,3 +198,52 @@ def test_upload_built_by_hand_is_checked_again() -> None:
     assert code(result) == "BLOCKED" and net.attempts == []
     result = net.run(send_upload(None, attrs.evolve(fetcher.titan), made))
     assert code(result) == "NOT_FETCHABLE"
+
+
+# --- what reaches the wire, and hostile servers ----------------------------------------
+
+
+class _Recording(Protocol):
+    """A server side that records every byte that arrives and never answers."""
+
+    def __init__(self, received: list[bytes]) -> None:
+        self.received = received
+
+    def dataReceived(self, data: bytes) -> None:
+        self.received.append(data)
+
+
+def _silent_server(net: MemoryNetwork, received: list[bytes], tls: ServerTLS) -> None:
+    factory = Factory.forProtocol(lambda: _Recording(received))
+    net.listen(ADDRESS, 1965, TLSMemoryBIOFactory(tls, False, factory, clock=net.reactor))
+
+
+def test_changed_key_not_one_byte_reaches_the_server() -> None:
+    """Under a new key the server's application side receives nothing at all (iosim TLS)."""
+    net, _, fetcher = world()
+    upload(net, fetcher, b"one")
+    received: list[bytes] = []
+    _silent_server(net, received, certificate())
+    assert code(upload(net, fetcher, b"secret content")) == "CERTIFICATE_CHANGED"
+    assert received == []
+
+
+def test_server_that_never_answers_ends_by_the_deadline() -> None:
+    """A server that reads the upload and never answers: TIMEOUT at GEMINI_TIMEOUT_SECONDS."""
+    net, _, fetcher = world(timeout_seconds=5)
+    received: list[bytes] = []
+    _silent_server(net, received, certificate())
+    result = net.run(fetcher.titan_upload(URL, b"abc"), advance=1)
+    assert code(result) == "TIMEOUT"
+    assert b"".join(received) == b"titan://localhost/notes/a.gmi;size=3\r\nabc"
+
+
+def test_cached_page_dropped_after_an_upload() -> None:
+    """Once the server has answered, the page's cached copy is gone (the next fetch is fresh)."""
+    net, _, fetcher = world()
+    cache = fetcher.gemini_pipeline._steps.cache_for()
+    cache.put("gemini://localhost/notes/a.gmi", b"old")
+    cache.put("gemini://localhost/other.gmi", b"kept")
+    upload(net, fetcher, b"new")
+    assert cache.get("gemini://localhost/notes/a.gmi") is None
+    assert cache.get("gemini://localhost/other.gmi") is not None
