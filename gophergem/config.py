@@ -631,7 +631,7 @@ SETTINGS: tuple[Setting, ...] = (
         "titan",
         "allowed_hosts",
         _upload_hosts,
-        "Hosts titan_upload may write to (a,b or a JSON array); unset: uploads are off.",
+        "Hosts Titan uploads may go to (a,b or a JSON array); unset: uploads are off.",
     ),
     Setting(
         "titan",
