@@ -36,6 +36,7 @@ __all__ = [
     "SmolwebConfig",
     "StateConfig",
     "StdioConfig",
+    "TitanConfig",
     "misspelled_settings",
 ]
 
@@ -157,6 +158,13 @@ def _hosts(text: str) -> frozenset[str]:
             raise ValueError(f"{entry!r}: name hosts without ports (use *_ALLOWED_PORTS)")
         hosts.add(host)
     return frozenset(hosts)
+
+
+def _upload_hosts(text: str) -> frozenset[str]:
+    """L{_hosts}; unset, not empty, is what keeps every upload off."""
+    if not [part for part in text.replace("[", "").replace("]", "").split(",") if part.strip()]:
+        raise ValueError("names nothing; unset it to keep uploads off")
+    return _hosts(text)
 
 
 def _ports(text: str) -> frozenset[int]:
@@ -308,7 +316,7 @@ class Setting:
     One configuration setting.
 
     @ivar section: C{"gopher"}, C{"gemini"}, C{"smolweb"} (Finger, Nex
-        and Spartan) or C{"gophergem"}: the variable's prefix.
+        and Spartan), C{"titan"} or C{"gophergem"}: the variable's prefix.
     @ivar name: The rest of the variable's name, in lower case; in the
         C{gopher}, C{gemini} and C{smolweb} sections, the field name in that section's
         config class.
@@ -621,6 +629,18 @@ SETTINGS: tuple[Setting, ...] = (
         _engines("gopher"),
         "Search engines, in order (gopher:// type-7 URLs, a,b or a JSON array).",
     ),
+    Setting(
+        "titan",
+        "allowed_hosts",
+        _upload_hosts,
+        "Hosts Titan uploads may go to (a,b or a JSON array); unset: uploads are off.",
+    ),
+    Setting(
+        "titan",
+        "max_upload_bytes",
+        _int_range(0, 100 * 1024 * 1024),
+        "Largest upload, in bytes (0-100 MiB); a larger one is refused before dialling.",
+    ),
 )
 
 
@@ -677,6 +697,18 @@ class SmolwebConfig(_ProtocolConfig):
     """
 
 
+@attrs.frozen(kw_only=True)
+class TitanConfig:
+    """
+    Uploads over Titan (C{TITAN_*}): off until C{allowed_hosts} names a
+    host; addresses, local hosts, timeouts and pacing follow the Gemini
+    settings of that host (L{GeminiConfig}).
+    """
+
+    allowed_hosts: frozenset[str] = frozenset()
+    max_upload_bytes: int = 1048576
+
+
 #: Variables with our prefixes that are read although they are no setting:
 #: the C{.tac}'s transport, endpoint and allowed hosts, and the test suite's.
 _OTHER_VARIABLES = frozenset(
@@ -692,7 +724,7 @@ _OTHER_VARIABLES = frozenset(
 def misspelled_settings(environ: Mapping[str, str]) -> list[str]:
     """
     One warning for each variable of C{environ} that starts like ours
-    (C{GOPHER_}, C{GEMINI_}, C{SMOLWEB_}, C{GOPHERGEM_}), is no setting, and is close to
+    (C{GOPHER_}, C{GEMINI_}, C{SMOLWEB_}, C{GOPHERGEM_}, C{TITAN_}), is no setting, and is close to
     one (L{difflib.get_close_matches}), naming that setting; sorted.
 
     A name like none of ours is left alone: other programs use these
@@ -704,7 +736,8 @@ def misspelled_settings(environ: Mapping[str, str]) -> list[str]:
     known = {setting.variable for setting in SETTINGS} | _OTHER_VARIABLES
     warnings = []
     for name in sorted(environ):
-        if name in known or not name.startswith(("GOPHER_", "GEMINI_", "SMOLWEB_", "GOPHERGEM_")):
+        prefixes = ("GOPHER_", "GEMINI_", "SMOLWEB_", "GOPHERGEM_", "TITAN_")
+        if name in known or not name.startswith(prefixes):
             continue
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
         if close:
@@ -800,6 +833,7 @@ _GROUPS: dict[str, type[Any]] = {
     "feeds": FeedsConfig,
     "auth": AuthConfig,
     "state": StateConfig,
+    "titan": TitanConfig,
 }
 
 
@@ -823,6 +857,7 @@ class Config:
     feeds: FeedsConfig = attrs.field(factory=FeedsConfig)
     auth: AuthConfig = attrs.field(factory=AuthConfig)
     state: StateConfig = attrs.field(factory=StateConfig)
+    titan: TitanConfig = attrs.field(factory=TitanConfig)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, str]) -> Config:

@@ -26,6 +26,7 @@ __all__ = [
     "CertificateUnverified",
     "ClientCertsDisabled",
     "ConnectionFailed",
+    "ConsentUnavailable",
     "ContentFiltered",
     "DNSError",
     "FeedStoreUnavailable",
@@ -351,3 +352,12 @@ class NotSubscribed(GophergemError):
     """The URL given is not one of the subscriptions; nothing changed."""
 
     code = "NOT_SUBSCRIBED"
+
+
+class ConsentUnavailable(GophergemError):
+    """
+    An act that needs the user's yes was refused because nobody could be
+    asked (the client cannot put a question to the user); nothing was done.
+    """
+
+    code = "CONSENT_UNAVAILABLE"

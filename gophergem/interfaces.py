@@ -14,7 +14,7 @@ L{gophergem._defer.settle} and wait for it: one code path for both.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.defer import Deferred
 from zope.interface import Attribute, Interface
@@ -295,6 +295,26 @@ class IFetcher(Interface):
         Deferred fires with the pin once it is stored.
         Only for the user's explicit consent (an elicitation answer), never
         on the say-so of a model or a page.
+        """
+
+    def titan_plan(
+        url: str, content: bytes, *, mime: str | None = None, token: str | None = None
+    ) -> Any:
+        """
+        Check a titan:// upload without dialling: its
+        L{TitanUpload<gophergem.fetcher.titan.TitanUpload>} (what the user is
+        asked about), or raise a L{gophergem.errors.GophergemError}
+        (C{BLOCKED} when C{TITAN_ALLOWED_HOSTS} does not name the host or the
+        upload is over C{TITAN_MAX_UPLOAD_BYTES}).
+        """
+
+    def titan_upload(
+        url: str, content: bytes, *, mime: str | None = None, token: str | None = None
+    ) -> Deferred[GeminiResult]:
+        """
+        Upload C{content} to a titan:// URL over the Gemini host's TLS, pins,
+        identity and pacing, and return the server's Gemini answer (a
+        redirect is reported, never followed).  Only on the user's yes.
         """
 
 

@@ -28,6 +28,7 @@ from gophergem.config import (
     Setting,
     StateConfig,
     StdioConfig,
+    TitanConfig,
 )
 
 # --- defaults ------------------------------------------------------------------------
@@ -100,6 +101,23 @@ def test_smolweb_settings_mirror_the_gopher_ones() -> None:
     smolweb = {s.name for s in SETTINGS if s.section == "smolweb"}
     assert smolweb == {name for name, _, _ in config_module._COMMON}
     assert smolweb <= gopher
+
+
+def test_titan_defaults() -> None:
+    """Uploads are off (no host named) and capped at 1 MiB unless set."""
+    assert Config().titan == TitanConfig(allowed_hosts=frozenset(), max_upload_bytes=1048576)
+
+
+def test_titan_settings_read() -> None:
+    """TITAN_* fill the titan group; an empty host list is refused, never read as 'none'."""
+    config = Config.from_env(
+        {"TITAN_ALLOWED_HOSTS": "Capsule.Example,[::1]", "TITAN_MAX_UPLOAD_BYTES": "0"}
+    )
+    assert config.titan == TitanConfig(
+        allowed_hosts=frozenset({"capsule.example", "::1"}), max_upload_bytes=0
+    )
+    with pytest.raises(ConfigError, match="keep uploads off"):
+        Config.from_env({"TITAN_ALLOWED_HOSTS": ","})
 
 
 def test_auth_defaults() -> None:
@@ -444,6 +462,7 @@ BAD_BY_NAME: dict[str, list[str]] = {
     "pins_per_principal": _BOOL_BAD,
     "request_state_keys_file": _PATH_BAD,
     "state_timeout_seconds": ["abc", "", "0", "-1", "61", "nan", "inf", "1s"],
+    "max_upload_bytes": [*_NUMBER_BAD, "-1", "104857601"],
     "search_engines": [
         "",
         ",",

@@ -37,9 +37,10 @@ def lines_of(text: str) -> dict[str, str]:
 
 
 def test_policy_shows_every_setting_of_both_protocols() -> None:
-    """Every GOPHER_/GEMINI_/SMOLWEB_ setting appears once, logging aside."""
+    """Every GOPHER_/GEMINI_/SMOLWEB_/TITAN_ setting appears once, logging aside."""
     values = lines_of(policy_text(Config()))
-    expected = {s.variable for s in SETTINGS if s.section in ("gopher", "gemini", "smolweb")}
+    sections = ("gopher", "gemini", "smolweb", "titan")
+    expected = {s.variable for s in SETTINGS if s.section in sections}
     assert set(values) == expected
 
 
@@ -59,6 +60,7 @@ def test_policy_defaults() -> None:
     values = lines_of(policy_text(Config()))
     assert values["GOPHER_ALLOWED_HOSTS"] == "any (unset)"
     assert values["GEMINI_ALLOWED_PORTS"] == "any (unset)"
+    assert values["TITAN_ALLOWED_HOSTS"] == "none"
     assert values["GOPHER_TIMEOUT_SECONDS"] == "30"
     assert values["GOPHER_MAX_RESPONSE_SIZE"] == "1048576"
     assert values["GEMINI_MAX_RENDERED_CHARS"] == "50000"

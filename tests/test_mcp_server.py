@@ -40,6 +40,7 @@ def test_tools_listed_with_schemas() -> None:
         "gemini_client_cert_list",
         "gemini_client_cert_update",
         "smolweb_fetch",
+        "titan_upload",
     }
     for tool in by_name.values():
         assert tool.description and not tool.description.startswith((" ", "\n"))
@@ -212,7 +213,7 @@ def test_tools_are_the_module_level_functions() -> None:
     """Every listed tool is a module-level function of a tool module; the server has the fetcher."""
     import inspect
 
-    from gophergem.mcp.tools import gemini, gopher, smolweb, trust
+    from gophergem.mcp.tools import gemini, gopher, smolweb, titan, trust
 
     net, _ = network()
     fetcher = net.fetcher()
@@ -220,9 +221,9 @@ def test_tools_are_the_module_level_functions() -> None:
     assert server.fetcher is fetcher
     functions = {
         name: getattr(module, name)
-        for module in (gopher, gemini, trust, smolweb)
+        for module in (gopher, gemini, trust, smolweb, titan)
         for name in module.__all__
-        if name.startswith(("gopher_", "gemini_", "smolweb_"))
+        if name.startswith(("gopher_", "gemini_", "smolweb_", "titan_"))
     }
     assert all(inspect.iscoroutinefunction(fn) for fn in functions.values())
 
@@ -297,7 +298,7 @@ def test_mounted_server_serves_the_whole_surface(tmp_path: Path) -> None:
 
     tools, resources, prompts = asyncio.run(listed(build_server(fetcher, config)))
     assert tools == _stdio_names("tools/list", "tools", "name")
-    assert len(tools) == 14
+    assert len(tools) == 15
     assert {"feed_list", "feed_subscribe", "feed_unsubscribe", "feed_updates"} <= set(tools)
     assert resources == _stdio_names("resources/list", "resources", "uri")
     assert "gophergem://feeds/updates" in resources

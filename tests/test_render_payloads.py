@@ -65,6 +65,7 @@ def test_error_codes_are_the_classes_codes() -> None:
         "INPUT_TIMEOUT",
         "STATE_UNAVAILABLE",
         "NOT_SUBSCRIBED",
+        "CONSENT_UNAVAILABLE",
     )
 
 

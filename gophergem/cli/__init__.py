@@ -13,6 +13,8 @@ The C{gophergem} console script.
     the subscriptions of the feed tools, through the same follower;
   - C{gophergem token add|remove|list}: the bearer tokens of the HTTP
     endpoint's token file (C{GOPHERGEM_AUTH_TOKENS_FILE});
+  - C{gophergem titan upload URL FILE|-}: one Titan upload, on the yes of
+    the person at the terminal (or C{--yes});
   - C{gophergem --version}.
 
 The trust, identity and feeds commands act on the state the daemon uses:
@@ -26,7 +28,7 @@ setting or argument, a log file that cannot be written, a port in use) ends
 the program with one line naming it and exit status 2, never a traceback.
 
 The package holds one module per command (L{fetch}, L{serve} with the bare
-stdio start, L{trust}, L{identity}, L{feeds}, L{token}, L{db}), the shared
+stdio start, L{trust}, L{identity}, L{feeds}, L{token}, L{db}, L{titan}), the shared
 runner (L{_runner}) and the opening of the daemon's state for the commands
 that act on it (L{_state}).  Whatever a command needs beyond argparse is
 imported when it runs, so the bare stdio start loads no more than it must.
@@ -41,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gophergem._version import __version__
-from gophergem.cli import db, feeds, fetch, identity, serve, token, trust
+from gophergem.cli import db, feeds, fetch, identity, serve, titan, token, trust
 from gophergem.cli._runner import _config, _fail, _Parser, _settings, _stdout_gone
 from gophergem.cli.feeds import feeds_command as feeds_command
 from gophergem.config import ConfigError, misspelled_settings
@@ -78,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         return made
 
-    for module in (fetch, serve, trust, identity, feeds, token, db):
+    for module in (fetch, serve, trust, identity, feeds, token, db, titan):
         module.add_parser(commands, command)
     return parser
 
@@ -138,7 +140,7 @@ def _command(args: argparse.Namespace, environ: dict[str, str]) -> int:
         # store's log lines go to GOPHERGEM_LOG_FILE when set.
         quiet = "CRITICAL"
     try:
-        if args.command in ("fetch", "trust", "identity", "feeds", "db"):
+        if args.command in ("fetch", "trust", "identity", "feeds", "db", "titan"):
             start_logging(quiet, config.log.file)
         elif args.command is None:
             start_logging(config.log.level, config.log.file)
@@ -160,5 +162,7 @@ def _command(args: argparse.Namespace, environ: dict[str, str]) -> int:
         return token.run(config, args)
     if args.command == "db":
         return db.run(config, args)
+    if args.command == "titan":
+        return titan.run(config, args)
     assert early is not None
     return serve.run_stdio(config, *early)

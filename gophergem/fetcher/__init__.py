@@ -30,8 +30,8 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from gophergem.client.connect import Connector, TCPReactor, reactor_resolver
-from gophergem.config import Config, GeminiConfig, GopherConfig, SmolwebConfig
-from gophergem.errors import InvalidRequest
+from gophergem.config import Config, GeminiConfig, GopherConfig, SmolwebConfig, TitanConfig
+from gophergem.errors import GophergemError, InvalidRequest
 from gophergem.fetcher._pipeline import Offload, offloader, run_inline
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
@@ -40,6 +40,7 @@ from gophergem.fetcher.smolweb import (
     SmolwebPipeline,
     unsupported,
 )
+from gophergem.fetcher.titan import TitanUpload, plan_upload, send_upload
 from gophergem.interfaces import (
     IFetcher,
     IIdentityStore,
@@ -50,12 +51,12 @@ from gophergem.interfaces import (
 )
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.targets import AddressPolicy
-from gophergem.results import FetchResult, GeminiResult
+from gophergem.results import FetchFailure, FetchResult, GeminiRequestInfo, GeminiResult
 from gophergem.state.files import FileIdentityStore, FilePinStore
 from gophergem.state.paths import identity_store_dir, pin_store_path
 from gophergem.trust import Pin
 from gophergem.trust.decision import PresentedCertificate
-from gophergem.url import scheme_of
+from gophergem.url import safe_echo, scheme_of
 
 __all__ = ["MAX_BATCH", "Fetcher", "Offload", "run_inline"]
 
@@ -79,12 +80,15 @@ class Fetcher:
         fetcher does not fetch them.
     @ivar smolweb_pipeline: Where finger://, nex:// and spartan:// URLs go,
         or C{None} when this fetcher does not fetch them.
+    @ivar titan: Which hosts uploads may go to, and how large they may be;
+        they go through C{gemini_pipeline}.
     """
 
     clock: IReactorTime
     gopher_pipeline: GopherPipeline
     gemini_pipeline: GeminiPipeline | None = None
     smolweb_pipeline: SmolwebPipeline | None = None
+    titan: TitanConfig = attrs.field(factory=TitanConfig, kw_only=True)
 
     @classmethod
     def from_config(
@@ -168,7 +172,7 @@ class Fetcher:
             offload=offload,
             policy=backend,
         )
-        return cls(clock, gopher_pipeline, gemini_pipeline, smolweb_pipeline)
+        return cls(clock, gopher_pipeline, gemini_pipeline, smolweb_pipeline, titan=config.titan)
 
     # --- what the MCP tools read ------------------------------------------------
 
@@ -335,6 +339,39 @@ class Fetcher:
         else:
             fetched = succeed(unsupported(url))
         return fetched
+
+    # --- uploading --------------------------------------------------------------
+
+    def titan_plan(
+        self, url: str, content: bytes, *, mime: str | None = None, token: str | None = None
+    ) -> TitanUpload:
+        """
+        Check a Titan upload without dialling (L{plan_upload}): what to ask
+        the user about before L{titan_upload}.
+
+        @raise GophergemError: C{INVALID_REQUEST}, or C{BLOCKED} when
+            C{TITAN_ALLOWED_HOSTS} does not name the host or the upload is
+            over C{TITAN_MAX_UPLOAD_BYTES}.
+        """
+        return plan_upload(self.titan, url, content, mime=mime, token=token)
+
+    def titan_upload(
+        self, url: str, content: bytes, *, mime: str | None = None, token: str | None = None
+    ) -> Deferred[GeminiResult]:
+        """
+        Upload C{content} to the C{titan://} URL C{url}: only once the user
+        has said yes.  Checked as L{titan_plan}, then sent over the Gemini
+        host's TLS, pins, identity, pacing and deadline.
+
+        @return: A Deferred that always fires with a result (the server's
+            Gemini answer, a redirect reported, not followed), never fails.
+        """
+        try:
+            upload = self.titan_plan(url, content, mime=mime, token=token)
+        except GophergemError as error:
+            echo = safe_echo(url.split(";", 1)[0]) if isinstance(url, str) else ""
+            return succeed(FetchFailure(request_info=GeminiRequestInfo(url=echo), error=error))
+        return send_upload(self.gemini_pipeline, self.titan, upload)
 
     def _gemini(self) -> GeminiPipeline:
         if self.gemini_pipeline is None:

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.test_fetcher_gemini -*-
+# -*- test-case-name: tests.test_fetcher_gemini,tests.test_fetcher_titan -*-
 """
 The Gemini pipeline: URL, policy, trust, cache, client, result.
 
@@ -42,6 +42,7 @@ from gophergem._plural import counted
 from gophergem._time import format_utc
 from gophergem.client.connect import Connector
 from gophergem.client.gemini import GeminiClientProtocol, GeminiResponse
+from gophergem.client.titan import TitanClientProtocol
 from gophergem.config import GeminiConfig
 from gophergem.errors import (
     ConnectionFailed,
@@ -105,6 +106,7 @@ from gophergem.wire import gemini as wire
 from gophergem.wire.gemtext import GemtextDocument, feed_entry, gemtext_lines, window_text
 from gophergem.wire.robots import gemini_robot_paths
 from gophergem.wire.text import decode_body, is_plain_ascii, sanitise, sanitise_line
+from gophergem.wire.titan import TitanURL
 
 __all__ = ["GeminiDownload", "GeminiPipeline"]
 
@@ -606,6 +608,65 @@ class GeminiPipeline:
             # Failures after the exchange keep what we learnt about the connection.
             return FetchFailure(request_info=info, error=error)
 
+    # --- a Titan upload -----------------------------------------------------------
+
+    async def upload(self, url: TitanURL, content: bytes, info: GeminiRequestInfo) -> GeminiResult:
+        """
+        Send one Titan upload (allowed and capped by the caller,
+        L{gophergem.fetcher.titan}) under this pipeline's policy for the
+        same host: its allowlists, addresses, pacing, 44 board and one
+        deadline; its pins (a changed key is C{CERTIFICATE_CHANGED}, and
+        nothing is sent before trust is committed) and the identity of the
+        page's scope.  The answer is read as a Gemini response (a redirect
+        is reported, never followed); no robots.txt (an upload is the
+        user's own act, not a crawl) and no cache, except that the page's
+        cached copies are dropped once the server answered.
+
+        @raise GophergemError: When the upload could not be made.
+        """
+        page = url.gemini_url()
+        self._steps.check_allowlists(page.host, page.port)
+        return await self._steps.within_deadline(
+            lambda deadline: self._send_upload(url, page, content, info, deadline)
+        )
+
+    async def _send_upload(
+        self,
+        url: TitanURL,
+        page: GeminiURL,
+        content: bytes,
+        info: GeminiRequestInfo,
+        deadline: Deadline,
+    ) -> GeminiResult:
+        identity = None
+        if self.identities is not None and self.config.client_certs_enabled:
+            identity = await settle(self.identities.find(page.host, page.port, page.path))
+        await self._refuse_while_slowed(page.host, page.port)
+        response, tls, names = await self._steps.exchange(
+            page.host,
+            lambda: self._round_trip(page, identity, deadline=deadline, upload=(url, content)),
+            paced=True,
+        )
+        info = attrs.evolve(info, timestamp=format_utc(self.clock.seconds()), **tls)
+        cache = self._steps.cache_for()
+        if cache is not None:
+            keys = [page.to_text()]
+            if identity is not None:
+                keys.append(f"{keys[0]} #identity={identity.fingerprint}")
+            for key in keys:
+                await settle(cache.discard(key))
+        header = response.header
+        try:
+            if wire.status_class(header.status) != 2:
+                return await self._status_result(
+                    page, info, header, presented=identity is not None, names=names
+                )
+            download = await self._download(response, tls)
+            await settle(self._board.clear(page.host, page.port))
+            return self._render(page, info, download, 0, from_cache=False)
+        except GophergemError as error:
+            return FetchFailure(request_info=info, error=error)
+
     async def _refuse_while_slowed(self, host: str, port: int) -> None:
         wait = await settle(self._board.retry_after(host, port))
         if wait is not None:
@@ -625,10 +686,14 @@ class GeminiPipeline:
         *,
         limit: int | None = None,
         deadline: Deadline | None = None,
+        upload: tuple[TitanURL, bytes] | None = None,
     ) -> tuple[GeminiResponse, TLSFacts, tuple[str, ...]]:
         """
         One request and its response: what C{request_info} says of the TLS
         connection, and the names the server's certificate carries.
+
+        @param upload: A Titan upload to send instead of C{url}'s request
+            line (its URL and content), over the same TLS, pins and identity.
         """
         credentials = None
         if identity is not None:
@@ -641,12 +706,21 @@ class GeminiPipeline:
             return tofu.judge(url.host, url.port, presented, pinned)
 
         creator = GeminiTLSCreator(url.host, judge, credentials)
-        protocol = GeminiClientProtocol(
-            url.request_line(),
-            limit or self.config.max_response_size,
-            lambda: tofu.commit(creator.decision),
-            keep_partial=keep_partial(deadline),
-        )
+        protocol: GeminiClientProtocol
+        if upload is None:
+            protocol = GeminiClientProtocol(
+                url.request_line(),
+                limit or self.config.max_response_size,
+                lambda: tofu.commit(creator.decision),
+                keep_partial=keep_partial(deadline),
+            )
+        else:
+            protocol = TitanClientProtocol(
+                *upload,
+                limit or self.config.max_response_size,
+                lambda: tofu.commit(creator.decision),
+                keep_partial=keep_partial(deadline),
+            )
         await self.connector.connect(url, protocol, creator)
         response = await protocol.finished
         facts = tofu.facts(

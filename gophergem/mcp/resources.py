@@ -60,6 +60,7 @@ def policy_text(config: Config) -> str:
         ("gopher", "Gopher"),
         ("gemini", "Gemini"),
         ("smolweb", "Finger, Nex and Spartan (one pacer, cap and per-host limit for the three)"),
+        ("titan", "Titan uploads (addresses, timeouts and pacing as Gemini's)"),
     ):
         values = getattr(config, section)
         lines.append("")

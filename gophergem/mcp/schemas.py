@@ -739,5 +739,6 @@ OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "feed_updates": FeedUpdatesResult,
     "smolweb_search": SearchResult,
     "smolweb_fetch": SmolwebPayload,
+    "titan_upload": GeminiPayload,
 }
 """Each tool's output model, by tool name."""

@@ -46,6 +46,7 @@ from gophergem.mcp.tools import gemini as gemini_tools
 from gophergem.mcp.tools import gopher as gopher_tools
 from gophergem.mcp.tools import search as search_tools
 from gophergem.mcp.tools import smolweb as smolweb_tools
+from gophergem.mcp.tools import titan as titan_tools
 from gophergem.mcp.tools import trust as trust_tools
 
 __all__ = ["INSTRUCTIONS", "GophergemServer", "argument_errors", "build_server"]
@@ -380,6 +381,7 @@ def build_server(
     if fetcher.gemini_enabled:
         gemini_tools.register(server)
         trust_tools.register(server)
+        titan_tools.register(server)
     smolweb_tools.register(server)
     if config is not None:
         search_tools.register(server)

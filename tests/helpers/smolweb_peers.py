@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.integration.conftest import (
@@ -87,3 +88,36 @@ def running_jayhawk(index: str) -> Iterator[int]:
             yield port
         finally:
             _stop_process_group(proc)
+
+
+@dataclass(frozen=True)
+class TitanPeer:
+    port: int
+    root: Path
+
+
+@contextlib.contextmanager
+def running_titan() -> Iterator[TitanPeer]:
+    """The public Titan test server on a free loopback port, token C{s3cret}."""
+    with tempfile.TemporaryDirectory(prefix="gophergem-titan-") as base:
+        root = Path(base) / "root"
+        root.mkdir()
+        argv = [sys.executable, "-m", "gophergem.testing.titan", "--port", "0", "--root", str(root)]
+        argv += ["--token", "s3cret"]
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline().decode().strip() or "0")
+            assert port, "the Titan server did not print its port"
+            wait_for(proc, [port], Path(base) / "no-log")
+            yield TitanPeer(port, root)
+        finally:
+            _stop_process_group(proc)
+            with contextlib.suppress(Exception):
+                proc.stdout.close()  # type: ignore[union-attr]

@@ -80,6 +80,7 @@ TOOLS = {
     "feed_updates",
     "smolweb_search",
     "smolweb_fetch",
+    "titan_upload",
 }
 WELCOME = "Welcome to the gophergem integration fixture."
 

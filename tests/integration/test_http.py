@@ -248,6 +248,7 @@ DAEMON_TOOLS = {
     "feed_unsubscribe",
     "feed_list",
     "feed_updates",
+    "titan_upload",
 }
 """The tools C{twistd gophergem --transport http} lists (as C{gophergem} does)."""
 

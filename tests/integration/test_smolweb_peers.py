@@ -18,9 +18,6 @@ with it.  A missing peer skips, or fails under C{GOPHERGEM_REQUIRE_PEERS=1}
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -44,7 +41,13 @@ from gophergem.wire.finger import FingerURL, decode_answer
 from gophergem.wire.nex import NexKind, NexURL, decode_document, parse_directory
 from gophergem.wire.spartan import SpartanStatus, SpartanURL, parse_page
 from gophergem.wire.titan import TitanURL
-from tests.helpers.smolweb_peers import executable, running_jayhawk, start_peer, wait_for
+from tests.helpers.smolweb_peers import (
+    TitanPeer,
+    executable,
+    running_jayhawk,
+    running_titan,
+    start_peer,
+)
 
 from .conftest import LOOPBACK, _missing_peer, _stop_process_group, unused_loopback_port
 
@@ -115,36 +118,10 @@ def jayhawk() -> Iterator[int]:
         yield port
 
 
-@dataclass(frozen=True)
-class TitanPeer:
-    port: int
-    root: Path
-
-
 @pytest.fixture(scope="module")
 def titan_server() -> Iterator[TitanPeer]:
-    with tempfile.TemporaryDirectory(prefix="gophergem-titan-") as base:
-        root = Path(base) / "root"
-        root.mkdir()
-        argv = [sys.executable, "-m", "gophergem.testing.titan", "--port", "0", "--root", str(root)]
-        argv += ["--token", "s3cret"]
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            assert proc.stdout is not None
-            port = int(proc.stdout.readline().decode().strip() or "0")
-            assert port, "the Titan server did not print its port"
-            wait_for(proc, [port], Path(base) / "no-log")
-            yield TitanPeer(port, root)
-        finally:
-            _stop_process_group(proc)
-            with contextlib.suppress(Exception):
-                proc.stdout.close()  # type: ignore[union-attr]
+    with running_titan() as peer:
+        yield peer
 
 
 async def exchange(url: Any, protocol: Any, tls: Any = None) -> Any:

@@ -64,6 +64,7 @@ from gophergem.trust.decision import PresentedCertificate
 __all__ = [
     "GEMINI_BATCH_FETCH",
     "GEMINI_FETCH",
+    "ask_consent",
     "gemini_batch_fetch",
     "gemini_fetch",
     "register",
@@ -122,20 +123,32 @@ async def _consent(
     when nobody could be asked; in the 2026-07-28 era, first an
     C{input_required} result asking it (the retry carries the answer).
     """
+    return await ask_consent(ctx, new_key_question(result), CONSENT_KEY)
+
+
+async def ask_consent(
+    ctx: Context[Any, Any], question: str, state: str
+) -> bool | InputRequiredResult | None:
+    """
+    Put the yes/no C{question} to the user: C{True}, C{False}, C{None} when
+    nobody could be asked; in the 2026-07-28 era, first an
+    C{input_required} result asking it, whose retry carries the answer and
+    C{state} (what the answer is about: a retry with another state is asked
+    afresh).
+    """
     if not can_ask(ctx):
         return None
-    question = new_key_question(result)
     if not modern(ctx):
         answer = await ctx.elicit(question, Consent)
         return isinstance(answer, AcceptedElicitation) and answer.data.confirm
     responses = ctx.input_responses or {}
-    if ctx.request_state == CONSENT_KEY and CONSENT_KEY in responses:
+    if ctx.request_state == state and CONSENT_KEY in responses:
         response = responses[CONSENT_KEY]
         content = getattr(response, "content", None) or {}
         return getattr(response, "action", None) == "accept" and content.get("confirm") is True
     form = ElicitRequestFormParams(message=question, requested_schema=_CONSENT_SCHEMA)
     return InputRequiredResult(
-        input_requests={CONSENT_KEY: ElicitRequest(params=form)}, request_state=CONSENT_KEY
+        input_requests={CONSENT_KEY: ElicitRequest(params=form)}, request_state=state
     )
 
 
