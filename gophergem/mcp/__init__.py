@@ -3,9 +3,10 @@ The MCP front door, on the official SDK.
 
   - L{gophergem.mcp.server}: builds the SDK server from the rest;
   - L{gophergem.mcp.tools}: the tools, one module per concern (gopher,
-    gemini, trust, feeds, search), and what they share;
+    gemini, smolweb, titan, trust, feeds, search), and what they share;
   - L{gophergem.mcp.resources} and L{gophergem.mcp.prompts}: the policy
-    resource and the prompts;
+    resource and the prompts; L{gophergem.mcp.completions}: what the
+    prompts' arguments complete to;
   - L{gophergem.mcp.schemas}: the tools' output models (the payloads
     themselves are built by L{gophergem.render}, for the CLI too);
   - L{gophergem.mcp.prebuilt}: records the output schemas and the early

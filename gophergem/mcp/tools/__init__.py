@@ -1,8 +1,10 @@
 # -*- test-case-name: tests.test_mcp_tools -*-
 """
 The MCP tools, one module per concern: L{gophergem.mcp.tools.gopher},
-L{gophergem.mcp.tools.gemini}, L{gophergem.mcp.tools.trust} (pins and
-identities), L{gophergem.mcp.tools.feeds} and L{gophergem.mcp.tools.search};
+L{gophergem.mcp.tools.gemini}, L{gophergem.mcp.tools.smolweb} (every scheme
+read), L{gophergem.mcp.tools.titan} (uploads), L{gophergem.mcp.tools.trust}
+(pins and identities), L{gophergem.mcp.tools.feeds} and
+L{gophergem.mcp.tools.search};
 each has a C{register} that adds its tools to a server.
 
 This module holds what they share: the tool annotations, finding the
