@@ -28,11 +28,14 @@ from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
     SMALL_WEIGHT,
     WINDOW_WEIGHT,
+    Offload,
     Steps,
     WindowMemo,
     check_end,
+    parse_off_reactor,
     window_for,
 )
+from gophergem.interfaces import IResponseCache
 from gophergem.results import (
     BinaryResult,
     CacheInfo,
@@ -48,7 +51,16 @@ from gophergem.wire.gemini import MimeType
 from gophergem.wire.gemtext import GemtextDocument, LinkBase, feed_entry, gemtext_lines, window_text
 from gophergem.wire.text import decode_body, sanitise
 
-__all__ = ["Form", "SmolDownload", "SmolWindow", "cut", "decode", "render"]
+__all__ = [
+    "Form",
+    "SmolDownload",
+    "SmolWindow",
+    "cached",
+    "cut",
+    "decode",
+    "keep",
+    "render",
+]
 
 #: How a download is shown: a gemtext page, a text (Gopher's C{text}
 #: kind), a text with its MIME type (Gemini's C{success} kind) or a binary.
@@ -155,6 +167,56 @@ def decode(
         decoded.decoding,
         toggles,
     )
+
+
+async def cached(
+    steps: Steps[SmolwebConfig], cache: IResponseCache | None, key: str, refresh: bool
+) -> SmolDownload | None:
+    """
+    The download C{cache} keeps for C{key}, or C{None} (C{refresh} forgets
+    it instead).
+    """
+    hit = await steps.lookup(cache, key, refresh)
+    if hit is not None:
+        assert isinstance(hit, SmolDownload)
+    return hit
+
+
+async def keep(
+    steps: Steps[SmolwebConfig],
+    offload: Offload,
+    cache: IResponseCache | None,
+    key: str,
+    data: bytearray,
+    *,
+    form: Form,
+    mime: MimeType,
+    overflowed: bool,
+    incomplete_reason: str | None,
+    fetched_at: float,
+    plain: bool,
+) -> SmolDownload:
+    """
+    Decode C{data} (L{decode}, through C{offload} when it is large; C{plain}
+    as L{parse_off_reactor} takes it), give it its window memo and keep it
+    in C{cache} under C{key} when it arrived whole.
+    """
+    download = await parse_off_reactor(
+        offload,
+        len(data),
+        lambda: decode(
+            data,
+            form=form,
+            mime=mime,
+            overflowed=overflowed,
+            incomplete_reason=incomplete_reason,
+            fetched_at=fetched_at,
+        ),
+        plain=plain,
+    )
+    download = download.with_memo(steps.config.max_rendered_chars)
+    await steps.store(cache, key, download)
+    return download
 
 
 def cut(

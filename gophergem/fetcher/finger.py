@@ -30,10 +30,9 @@ from gophergem.fetcher._pipeline import (
     check_offset,
     internal_failure,
     keep_partial,
-    parse_off_reactor,
     run_inline,
 )
-from gophergem.fetcher._smoltext import SmolDownload, SmolWindow, decode, render
+from gophergem.fetcher._smoltext import SmolDownload, SmolWindow, cached, keep, render
 from gophergem.results import FetchFailure, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.finger import FingerURL
@@ -94,30 +93,27 @@ class FingerPipeline:
         steps = self.steps
         key = url.to_text()
         cache = steps.cache_for()
-        hit = await steps.lookup(cache, key, refresh)
+        hit = await cached(steps, cache, key, refresh)
         if hit is not None:
-            assert isinstance(hit, SmolDownload)
             return hit, True
         started = self.clock.seconds()
         limit = steps.config.max_response_size
         raw = await steps.exchange(
             url.host, lambda: self._exchange(url, limit, deadline), paced=True
         )
-        download = await parse_off_reactor(
+        download = await keep(
+            steps,
             self.offload,
-            len(raw.data),
-            lambda: decode(
-                raw.data,
-                form="text",
-                mime=_PLAIN,
-                overflowed=raw.overflowed,
-                incomplete_reason=raw.incomplete_reason,
-                fetched_at=started,
-            ),
+            cache,
+            key,
+            raw.data,
+            form="text",
+            mime=_PLAIN,
+            overflowed=raw.overflowed,
+            incomplete_reason=raw.incomplete_reason,
+            fetched_at=started,
             plain=is_plain_ascii(raw.data),
         )
-        download = download.with_memo(steps.config.max_rendered_chars)
-        await steps.store(cache, key, download)
         return download, False
 
     async def _exchange(self, url: FingerURL, limit: int, deadline: Deadline) -> RawResponse:

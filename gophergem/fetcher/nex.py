@@ -30,10 +30,9 @@ from gophergem.fetcher._pipeline import (
     check_offset,
     internal_failure,
     keep_partial,
-    parse_off_reactor,
     run_inline,
 )
-from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, decode, render
+from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, cached, keep, render
 from gophergem.results import FetchFailure, GeminiRequestInfo, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.gemini import parse_mime
@@ -109,9 +108,8 @@ class NexPipeline:
         steps = self.steps
         key = url.to_text()
         cache = steps.cache_for()
-        hit = await steps.lookup(cache, key, refresh)
+        hit = await cached(steps, cache, key, refresh)
         if hit is not None:
-            assert isinstance(hit, SmolDownload)
             return hit, True
         started = self.clock.seconds()
         limit = steps.config.max_response_size
@@ -126,21 +124,19 @@ class NexPipeline:
                 temporary=True,
             )
         mime = parse_mime(mime_type_of(url.path))
-        download = await parse_off_reactor(
+        download = await keep(
+            steps,
             self.offload,
-            len(raw.data),
-            lambda: decode(
-                raw.data,
-                form=form,
-                mime=mime,
-                overflowed=raw.overflowed,
-                incomplete_reason=raw.incomplete_reason,
-                fetched_at=started,
-            ),
+            cache,
+            key,
+            raw.data,
+            form=form,
+            mime=mime,
+            overflowed=raw.overflowed,
+            incomplete_reason=raw.incomplete_reason,
+            fetched_at=started,
             plain=form != "binary" and is_plain_ascii(raw.data),
         )
-        download = download.with_memo(steps.config.max_rendered_chars)
-        await steps.store(cache, key, download)
         return download, False
 
     async def _exchange(self, url: NexURL, limit: int, deadline: Deadline) -> RawResponse:

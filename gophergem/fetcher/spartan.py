@@ -42,10 +42,9 @@ from gophergem.fetcher._pipeline import (
     check_offset,
     internal_failure,
     keep_partial,
-    parse_off_reactor,
     run_inline,
 )
-from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, decode, render
+from gophergem.fetcher._smoltext import Form, SmolWindow, cached, keep, render
 from gophergem.fetcher.gemini import TEXT_LIKE_TYPES
 from gophergem.results import FetchFailure, GeminiRequestInfo, RedirectResult
 from gophergem.url import safe_echo, scheme_of
@@ -136,9 +135,8 @@ class SpartanPipeline:
         key = url.to_text()
         cache = steps.cache_for(url.query is None)
         base = url.without_query()  # links must not carry the (input) query
-        hit = await steps.lookup(cache, key, refresh)
+        hit = await cached(steps, cache, key, refresh)
         if hit is not None:
-            assert isinstance(hit, SmolDownload)
             info = attrs.evolve(info, timestamp=format_utc(hit.fetched_at))
             return render(steps, hit, info, base, offset, True, input_links=True)
         started = self.clock.seconds()
@@ -152,21 +150,19 @@ class SpartanPipeline:
             if header.status is not wire.SpartanStatus.SUCCESS:
                 return self._status_result(url, info, header)
             mime = parse_mime(header.meta or wire.DEFAULT_SUCCESS_META)
-            download = await parse_off_reactor(
+            download = await keep(
+                steps,
                 self.offload,
-                len(response.body),
-                lambda: decode(
-                    response.body,
-                    form=_form(mime),
-                    mime=mime,
-                    overflowed=response.overflowed,
-                    incomplete_reason=response.incomplete_reason,
-                    fetched_at=started,
-                ),
+                cache,
+                key,
+                response.body,
+                form=_form(mime),
+                mime=mime,
+                overflowed=response.overflowed,
+                incomplete_reason=response.incomplete_reason,
+                fetched_at=started,
                 plain=is_plain_ascii(response.body),
             )
-            download = download.with_memo(steps.config.max_rendered_chars)
-            await steps.store(cache, key, download)
             return render(steps, download, info, base, offset, False, input_links=True)
         except GophergemError as error:
             # Failures after the exchange keep when it happened.
