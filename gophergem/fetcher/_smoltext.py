@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 import attrs
+from twisted.internet.interfaces import IReactorTime
 
 from gophergem._plural import counted
+from gophergem.client.connect import Connector
 from gophergem.config import SmolwebConfig
 from gophergem.errors import InvalidRequest
 from gophergem.fetcher._budget import cut_text, fitting_lines
@@ -33,6 +35,7 @@ from gophergem.fetcher._pipeline import (
     WindowMemo,
     check_end,
     parse_off_reactor,
+    run_inline,
     window_for,
 )
 from gophergem.interfaces import IResponseCache
@@ -54,6 +57,7 @@ from gophergem.wire.text import decode_body, sanitise
 __all__ = [
     "Form",
     "SmolDownload",
+    "SmolFetcher",
     "SmolWindow",
     "cached",
     "cut",
@@ -122,6 +126,23 @@ class SmolDownload:
         else:
             estimate = WINDOW_WEIGHT * (2 + 2 * len(text) // limit) + 3 * sys.getsizeof(text)
         return attrs.evolve(self, windows=WindowMemo.within(estimate, self.held, limit))
+
+
+@attrs.define
+class SmolFetcher:
+    """
+    What the Finger, Nex and Spartan pipelines are built from.
+
+    @ivar clock: The time source for deadlines, timestamps and the cache.
+    @ivar connector: The connect pinch point.
+    @ivar steps: The steps Finger, Nex and Spartan share.
+    @ivar offload: How a large answer is decoded.
+    """
+
+    clock: IReactorTime
+    connector: Connector
+    steps: Steps[SmolwebConfig]
+    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
 
 def decode(

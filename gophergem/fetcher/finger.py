@@ -16,23 +16,17 @@ from __future__ import annotations
 
 import attrs
 from twisted.internet.defer import CancelledError
-from twisted.internet.interfaces import IReactorTime
 
 from gophergem._time import format_utc
-from gophergem.client.connect import Connector
 from gophergem.client.finger import FingerClientProtocol, RawResponse
-from gophergem.config import SmolwebConfig
 from gophergem.errors import GophergemError, InvalidRequest
 from gophergem.fetcher._pipeline import (
     Deadline,
-    Offload,
-    Steps,
     check_offset,
     internal_failure,
     keep_partial,
-    run_inline,
 )
-from gophergem.fetcher._smoltext import SmolDownload, SmolWindow, cached, keep, render
+from gophergem.fetcher._smoltext import SmolDownload, SmolFetcher, SmolWindow, cached, keep, render
 from gophergem.results import FetchFailure, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.finger import FingerURL
@@ -45,20 +39,11 @@ _PLAIN = parse_mime("text/plain")
 
 
 @attrs.define
-class FingerPipeline:
+class FingerPipeline(SmolFetcher):
     """
-    Fetch finger:// URLs under the small web's shared steps.
-
-    @ivar clock: The time source for deadlines, timestamps and the cache.
-    @ivar connector: The connect pinch point.
-    @ivar steps: The steps Finger, Nex and Spartan share.
-    @ivar offload: How a large answer is decoded.
+    Fetch finger:// URLs under the small web's shared steps (its fields
+    are L{SmolFetcher}'s).
     """
-
-    clock: IReactorTime
-    connector: Connector
-    steps: Steps[SmolwebConfig]
-    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
     async def fetch(
         self, text: str, answer: str | None, offset: int, refresh: bool

@@ -16,23 +16,25 @@ from __future__ import annotations
 
 import attrs
 from twisted.internet.defer import CancelledError
-from twisted.internet.interfaces import IReactorTime
 
 from gophergem._time import format_utc
-from gophergem.client.connect import Connector
 from gophergem.client.nex import NexClientProtocol, RawResponse
-from gophergem.config import SmolwebConfig
 from gophergem.errors import ConnectionFailed, GophergemError, InvalidRequest
 from gophergem.fetcher._pipeline import (
     Deadline,
-    Offload,
-    Steps,
     check_offset,
     internal_failure,
     keep_partial,
-    run_inline,
 )
-from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, cached, keep, render
+from gophergem.fetcher._smoltext import (
+    Form,
+    SmolDownload,
+    SmolFetcher,
+    SmolWindow,
+    cached,
+    keep,
+    render,
+)
 from gophergem.results import FetchFailure, GeminiRequestInfo, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.gemini import parse_mime
@@ -50,20 +52,11 @@ _FORMS: dict[NexKind, Form] = {
 
 
 @attrs.define
-class NexPipeline:
+class NexPipeline(SmolFetcher):
     """
-    Fetch nex:// URLs under the small web's shared steps.
-
-    @ivar clock: The time source for deadlines, timestamps and the cache.
-    @ivar connector: The connect pinch point.
-    @ivar steps: The steps Finger, Nex and Spartan share.
-    @ivar offload: How a large answer is decoded.
+    Fetch nex:// URLs under the small web's shared steps (its fields are
+    L{SmolFetcher}'s).
     """
-
-    clock: IReactorTime
-    connector: Connector
-    steps: Steps[SmolwebConfig]
-    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
     async def fetch(
         self, text: str, answer: str | None, offset: int, refresh: bool

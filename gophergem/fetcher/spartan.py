@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import attrs
 from twisted.internet.defer import CancelledError, Deferred
-from twisted.internet.interfaces import IReactorTime
 
 from gophergem._time import format_utc
-from gophergem.client.connect import Connector
 from gophergem.client.spartan import SpartanClientProtocol, SpartanResponse
-from gophergem.config import SmolwebConfig
 from gophergem.errors import (
     GophergemError,
     InvalidRedirect,
@@ -37,14 +34,11 @@ from gophergem.errors import (
 )
 from gophergem.fetcher._pipeline import (
     Deadline,
-    Offload,
-    Steps,
     check_offset,
     internal_failure,
     keep_partial,
-    run_inline,
 )
-from gophergem.fetcher._smoltext import Form, SmolWindow, cached, keep, render
+from gophergem.fetcher._smoltext import Form, SmolFetcher, SmolWindow, cached, keep, render
 from gophergem.fetcher.gemini import TEXT_LIKE_TYPES
 from gophergem.results import FetchFailure, GeminiRequestInfo, RedirectResult
 from gophergem.url import safe_echo, scheme_of
@@ -73,21 +67,12 @@ def _strip_query(text: object) -> str:
 
 
 @attrs.define
-class SpartanPipeline:
+class SpartanPipeline(SmolFetcher):
     """
-    Fetch spartan:// URLs under the small web's shared steps.
-
-    @ivar clock: The time source for deadlines, timestamps and the cache.
-    @ivar connector: The connect pinch point.
-    @ivar steps: The steps Finger, Nex and Spartan share (its robots.txt
-        gate reads C{/robots.txt} through L{fetch_robots}).
-    @ivar offload: How a large body is decoded.
+    Fetch spartan:// URLs under the small web's shared steps (its fields
+    are L{SmolFetcher}'s; the robots.txt gate of C{steps} reads
+    C{/robots.txt} through L{fetch_robots}).
     """
-
-    clock: IReactorTime
-    connector: Connector
-    steps: Steps[SmolwebConfig]
-    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
     async def fetch(
         self, text: str, answer: str | None, offset: int, refresh: bool
