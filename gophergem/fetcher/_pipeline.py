@@ -32,7 +32,7 @@ from twisted.python.failure import Failure
 from gophergem._defer import settle
 from gophergem._plural import counted
 from gophergem._time import format_utc
-from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
+from gophergem.errors import BlockedError, FetchError, FetchTimeout, GophergemError, InvalidRequest
 from gophergem.interfaces import IConcurrencyCap, IHostPacer, IPolicyBackend, IResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import HostConnectionLimit
@@ -58,6 +58,7 @@ __all__ = [
     "WindowMemo",
     "check_end",
     "check_offset",
+    "failure_of",
     "internal_failure",
     "keep_partial",
     "offloader",
@@ -284,6 +285,17 @@ def window_for(offset: int, end: int, total: int, capped: bool) -> Window:
     return Window(
         offset=offset, next_offset=end if end < total else None, total=total, size_capped=capped
     )
+
+
+def failure_of(info: RequestInfo | GeminiRequestInfo, error: Exception) -> FetchFailure:
+    """
+    The result of C{error}, raised while fetching for C{info}: a coded
+    error as it is, anything else logged as L{internal_failure} (so call it
+    while the exception is handled, and let a C{CancelledError} pass first).
+    """
+    if isinstance(error, GophergemError):
+        return FetchFailure(request_info=info, error=error)
+    return internal_failure(info)
 
 
 def internal_failure(info: RequestInfo | GeminiRequestInfo) -> FetchFailure:

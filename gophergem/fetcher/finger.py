@@ -19,11 +19,11 @@ from twisted.internet.defer import CancelledError
 
 from gophergem._time import format_utc
 from gophergem.client.finger import FingerClientProtocol, RawResponse
-from gophergem.errors import GophergemError, InvalidRequest
+from gophergem.errors import InvalidRequest
 from gophergem.fetcher._pipeline import (
     Deadline,
     check_offset,
-    internal_failure,
+    failure_of,
     keep_partial,
 )
 from gophergem.fetcher._smoltext import SmolDownload, SmolFetcher, SmolWindow, cached, keep, render
@@ -65,12 +65,10 @@ class FingerPipeline(SmolFetcher):
             )
             info = attrs.evolve(info, timestamp=format_utc(download.fetched_at))
             return render(self.steps, download, info, _NoLinks(), offset, from_cache)
-        except GophergemError as error:
-            return FetchFailure(request_info=info, error=error)
         except CancelledError:
             raise
-        except Exception:
-            return internal_failure(info)
+        except Exception as error:
+            return failure_of(info, error)
 
     async def _obtain(
         self, url: FingerURL, refresh: bool, deadline: Deadline

@@ -35,7 +35,7 @@ from gophergem.errors import (
 from gophergem.fetcher._pipeline import (
     Deadline,
     check_offset,
-    internal_failure,
+    failure_of,
     keep_partial,
 )
 from gophergem.fetcher._smoltext import Form, SmolFetcher, SmolWindow, cached, keep, render
@@ -100,12 +100,10 @@ class SpartanPipeline(SmolFetcher):
             return await self.steps.within_deadline(
                 lambda deadline: self._obtain(url, info, offset, refresh, deadline)
             )
-        except GophergemError as error:
-            return FetchFailure(request_info=info, error=error)
         except CancelledError:
             raise
-        except Exception:
-            return internal_failure(info)
+        except Exception as error:
+            return failure_of(info, error)
 
     async def _obtain(
         self,
