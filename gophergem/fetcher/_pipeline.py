@@ -19,7 +19,8 @@ that content, marked incomplete, rather than in C{TIMEOUT}.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import attrs
@@ -59,6 +60,7 @@ __all__ = [
     "check_end",
     "check_offset",
     "failure_of",
+    "held_by",
     "internal_failure",
     "keep_partial",
     "offloader",
@@ -95,6 +97,16 @@ PLAIN_OFFLOAD_BYTES = 4 * 1024 * 1024
 #: The cache weight of a download that keeps no body (a described binary
 #: item, a Gemini response that is not text): next to nothing.
 SMALL_WEIGHT = 512
+
+
+def held_by(text: str | None, toggles: Sequence[int]) -> int:
+    """
+    About what a download's decoded body (C{None} when it keeps none) and
+    its index of preformatting toggles hold in memory.
+    """
+    if text is None:
+        return SMALL_WEIGHT
+    return sys.getsizeof(text) + 8 * len(toggles)
 
 
 #: What one memoised window costs besides its content: the result, its

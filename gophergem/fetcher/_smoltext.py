@@ -28,12 +28,12 @@ from gophergem.config import SmolwebConfig
 from gophergem.errors import InvalidRequest
 from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
-    SMALL_WEIGHT,
     WINDOW_WEIGHT,
     Offload,
     Steps,
     WindowMemo,
     check_end,
+    held_by,
     parse_off_reactor,
     run_inline,
     window_for,
@@ -109,9 +109,7 @@ class SmolDownload:
     @property
     def held(self) -> int:
         """About what the decoded body and its index hold in memory."""
-        if self.text is None:
-            return SMALL_WEIGHT
-        return sys.getsizeof(self.text) + 8 * len(self.toggles)
+        return held_by(self.text, self.toggles)
 
     @property
     def weight(self) -> int:
