@@ -9,9 +9,7 @@ and the results exactly as without progress.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -23,36 +21,13 @@ from gophergem.feeds.follow import Follower
 from gophergem.mcp.server import build_server
 from gophergem.state.memory import MemoryFeedStore
 from gophergem.testing import MemoryNetwork
-from tests.helpers.mcp import network
+from tests.helpers.mcp import network, run_with_network
 from tests.helpers.mcp_feeds import network as feed_network
 from tests.helpers.mcp_gemini import KINDS, capsule
 
-T = TypeVar("T")
 ERAS = ["legacy", "2026-07-28"]
 SILENT_IP = "192.0.2.99"  # memory reactor only: never dialled
 TIMEOUT = 5
-
-
-def run(net: MemoryNetwork, body: Callable[[], Awaitable[T]]) -> T:
-    """
-    Run C{body()} on a fresh loop while C{net} is flushed and its fake
-    clock moves on a tenth of a second every turn (deadlines come).
-    """
-
-    async def main() -> T:
-        async def pump() -> None:
-            while True:
-                net.flush()
-                net.reactor.advance(0.1)
-                await asyncio.sleep(0)
-
-        pumping = asyncio.ensure_future(pump())
-        try:
-            return await body()
-        finally:
-            pumping.cancel()
-
-    return asyncio.run(main())
 
 
 def silent_network() -> MemoryNetwork:
@@ -89,7 +64,7 @@ def batch(mode: str, urls: list[str], *, progress: bool = True) -> tuple[Any, li
                 progress_callback=told if progress else None,
             )
 
-    result = run(net, body)
+    result = run_with_network(net, body, advance=0.1)
     return result, heard if progress else [n for n in notes if _is_progress(n)]
 
 
@@ -166,7 +141,7 @@ def test_gemini_batch_progress(mode: str) -> None:
                 "gemini_batch_fetch", {"urls": urls}, progress_callback=told
             )
 
-    result = run(net, body)
+    result = run_with_network(net, body, advance=0.1)
     assert [r["kind"] for r in result.structured_content["result"]] == ["gemtext", "error"]
     assert [(d, t) for d, t, _ in heard] == [(1, 2), (2, 2)]
     assert sorted(m for _, _, m in heard) == sorted(urls)
@@ -195,7 +170,7 @@ def test_feed_updates_progress(mode: str) -> None:
             assert heard == []  # only the checks report progress
             return await client.call_tool("feed_updates", {}, progress_callback=told)
 
-    result = run(net, body)
+    result = run_with_network(net, body, advance=0.1)
     assert result.structured_content["checked"] == 2
     assert [(d, t) for d, t, _ in heard] == [(1, 2), (2, 2)]
     assert sorted(m for _, _, m in heard) == sorted(feeds)

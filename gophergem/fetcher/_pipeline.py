@@ -19,7 +19,8 @@ that content, marked incomplete, rather than in C{TIMEOUT}.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import attrs
@@ -32,7 +33,7 @@ from twisted.python.failure import Failure
 from gophergem._defer import settle
 from gophergem._plural import counted
 from gophergem._time import format_utc
-from gophergem.errors import BlockedError, FetchError, FetchTimeout, InvalidRequest
+from gophergem.errors import BlockedError, FetchError, FetchTimeout, GophergemError, InvalidRequest
 from gophergem.interfaces import IConcurrencyCap, IHostPacer, IPolicyBackend, IResponseCache
 from gophergem.policy.local import LocalPolicy
 from gophergem.policy.pacing import HostConnectionLimit
@@ -58,6 +59,8 @@ __all__ = [
     "WindowMemo",
     "check_end",
     "check_offset",
+    "failure_of",
+    "held_by",
     "internal_failure",
     "keep_partial",
     "offloader",
@@ -94,6 +97,16 @@ PLAIN_OFFLOAD_BYTES = 4 * 1024 * 1024
 #: The cache weight of a download that keeps no body (a described binary
 #: item, a Gemini response that is not text): next to nothing.
 SMALL_WEIGHT = 512
+
+
+def held_by(text: str | None, toggles: Sequence[int]) -> int:
+    """
+    About what a download's decoded body (C{None} when it keeps none) and
+    its index of preformatting toggles hold in memory.
+    """
+    if text is None:
+        return SMALL_WEIGHT
+    return sys.getsizeof(text) + 8 * len(toggles)
 
 
 #: What one memoised window costs besides its content: the result, its
@@ -284,6 +297,17 @@ def window_for(offset: int, end: int, total: int, capped: bool) -> Window:
     return Window(
         offset=offset, next_offset=end if end < total else None, total=total, size_capped=capped
     )
+
+
+def failure_of(info: RequestInfo | GeminiRequestInfo, error: Exception) -> FetchFailure:
+    """
+    The result of C{error}, raised while fetching for C{info}: a coded
+    error as it is, anything else logged as L{internal_failure} (so call it
+    while the exception is handled, and let a C{CancelledError} pass first).
+    """
+    if isinstance(error, GophergemError):
+        return FetchFailure(request_info=info, error=error)
+    return internal_failure(info)
 
 
 def internal_failure(info: RequestInfo | GeminiRequestInfo) -> FetchFailure:

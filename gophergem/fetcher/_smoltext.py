@@ -20,19 +20,25 @@ from collections.abc import Sequence
 from typing import Literal
 
 import attrs
+from twisted.internet.interfaces import IReactorTime
 
 from gophergem._plural import counted
+from gophergem.client.connect import Connector
 from gophergem.config import SmolwebConfig
 from gophergem.errors import InvalidRequest
 from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
-    SMALL_WEIGHT,
     WINDOW_WEIGHT,
+    Offload,
     Steps,
     WindowMemo,
     check_end,
+    held_by,
+    parse_off_reactor,
+    run_inline,
     window_for,
 )
+from gophergem.interfaces import IResponseCache
 from gophergem.results import (
     BinaryResult,
     CacheInfo,
@@ -48,7 +54,17 @@ from gophergem.wire.gemini import MimeType
 from gophergem.wire.gemtext import GemtextDocument, LinkBase, feed_entry, gemtext_lines, window_text
 from gophergem.wire.text import decode_body, sanitise
 
-__all__ = ["Form", "SmolDownload", "SmolWindow", "cut", "decode", "render"]
+__all__ = [
+    "Form",
+    "SmolDownload",
+    "SmolFetcher",
+    "SmolWindow",
+    "cached",
+    "cut",
+    "decode",
+    "keep",
+    "render",
+]
 
 #: How a download is shown: a gemtext page, a text (Gopher's C{text}
 #: kind), a text with its MIME type (Gemini's C{success} kind) or a binary.
@@ -93,9 +109,7 @@ class SmolDownload:
     @property
     def held(self) -> int:
         """About what the decoded body and its index hold in memory."""
-        if self.text is None:
-            return SMALL_WEIGHT
-        return sys.getsizeof(self.text) + 8 * len(self.toggles)
+        return held_by(self.text, self.toggles)
 
     @property
     def weight(self) -> int:
@@ -110,6 +124,23 @@ class SmolDownload:
         else:
             estimate = WINDOW_WEIGHT * (2 + 2 * len(text) // limit) + 3 * sys.getsizeof(text)
         return attrs.evolve(self, windows=WindowMemo.within(estimate, self.held, limit))
+
+
+@attrs.define
+class SmolFetcher:
+    """
+    What the Finger, Nex and Spartan pipelines are built from.
+
+    @ivar clock: The time source for deadlines, timestamps and the cache.
+    @ivar connector: The connect pinch point.
+    @ivar steps: The steps Finger, Nex and Spartan share.
+    @ivar offload: How a large answer is decoded.
+    """
+
+    clock: IReactorTime
+    connector: Connector
+    steps: Steps[SmolwebConfig]
+    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
 
 def decode(
@@ -155,6 +186,56 @@ def decode(
         decoded.decoding,
         toggles,
     )
+
+
+async def cached(
+    steps: Steps[SmolwebConfig], cache: IResponseCache | None, key: str, refresh: bool
+) -> SmolDownload | None:
+    """
+    The download C{cache} keeps for C{key}, or C{None} (C{refresh} forgets
+    it instead).
+    """
+    hit = await steps.lookup(cache, key, refresh)
+    if hit is not None:
+        assert isinstance(hit, SmolDownload)
+    return hit
+
+
+async def keep(
+    steps: Steps[SmolwebConfig],
+    offload: Offload,
+    cache: IResponseCache | None,
+    key: str,
+    data: bytearray,
+    *,
+    form: Form,
+    mime: MimeType,
+    overflowed: bool,
+    incomplete_reason: str | None,
+    fetched_at: float,
+    plain: bool,
+) -> SmolDownload:
+    """
+    Decode C{data} (L{decode}, through C{offload} when it is large; C{plain}
+    as L{parse_off_reactor} takes it), give it its window memo and keep it
+    in C{cache} under C{key} when it arrived whole.
+    """
+    download = await parse_off_reactor(
+        offload,
+        len(data),
+        lambda: decode(
+            data,
+            form=form,
+            mime=mime,
+            overflowed=overflowed,
+            incomplete_reason=incomplete_reason,
+            fetched_at=fetched_at,
+        ),
+        plain=plain,
+    )
+    download = download.with_memo(steps.config.max_rendered_chars)
+    await steps.store(cache, key, download)
+    return download
 
 
 def cut(

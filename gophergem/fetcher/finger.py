@@ -16,24 +16,17 @@ from __future__ import annotations
 
 import attrs
 from twisted.internet.defer import CancelledError
-from twisted.internet.interfaces import IReactorTime
 
 from gophergem._time import format_utc
-from gophergem.client.connect import Connector
 from gophergem.client.finger import FingerClientProtocol, RawResponse
-from gophergem.config import SmolwebConfig
-from gophergem.errors import GophergemError, InvalidRequest
+from gophergem.errors import InvalidRequest
 from gophergem.fetcher._pipeline import (
     Deadline,
-    Offload,
-    Steps,
     check_offset,
-    internal_failure,
+    failure_of,
     keep_partial,
-    parse_off_reactor,
-    run_inline,
 )
-from gophergem.fetcher._smoltext import SmolDownload, SmolWindow, decode, render
+from gophergem.fetcher._smoltext import SmolDownload, SmolFetcher, SmolWindow, cached, keep, render
 from gophergem.results import FetchFailure, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.finger import FingerURL
@@ -46,20 +39,11 @@ _PLAIN = parse_mime("text/plain")
 
 
 @attrs.define
-class FingerPipeline:
+class FingerPipeline(SmolFetcher):
     """
-    Fetch finger:// URLs under the small web's shared steps.
-
-    @ivar clock: The time source for deadlines, timestamps and the cache.
-    @ivar connector: The connect pinch point.
-    @ivar steps: The steps Finger, Nex and Spartan share.
-    @ivar offload: How a large answer is decoded.
+    Fetch finger:// URLs under the small web's shared steps (its fields
+    are L{SmolFetcher}'s).
     """
-
-    clock: IReactorTime
-    connector: Connector
-    steps: Steps[SmolwebConfig]
-    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
     async def fetch(
         self, text: str, answer: str | None, offset: int, refresh: bool
@@ -81,12 +65,10 @@ class FingerPipeline:
             )
             info = attrs.evolve(info, timestamp=format_utc(download.fetched_at))
             return render(self.steps, download, info, _NoLinks(), offset, from_cache)
-        except GophergemError as error:
-            return FetchFailure(request_info=info, error=error)
         except CancelledError:
             raise
-        except Exception:
-            return internal_failure(info)
+        except Exception as error:
+            return failure_of(info, error)
 
     async def _obtain(
         self, url: FingerURL, refresh: bool, deadline: Deadline
@@ -94,30 +76,27 @@ class FingerPipeline:
         steps = self.steps
         key = url.to_text()
         cache = steps.cache_for()
-        hit = await steps.lookup(cache, key, refresh)
+        hit = await cached(steps, cache, key, refresh)
         if hit is not None:
-            assert isinstance(hit, SmolDownload)
             return hit, True
         started = self.clock.seconds()
         limit = steps.config.max_response_size
         raw = await steps.exchange(
             url.host, lambda: self._exchange(url, limit, deadline), paced=True
         )
-        download = await parse_off_reactor(
+        download = await keep(
+            steps,
             self.offload,
-            len(raw.data),
-            lambda: decode(
-                raw.data,
-                form="text",
-                mime=_PLAIN,
-                overflowed=raw.overflowed,
-                incomplete_reason=raw.incomplete_reason,
-                fetched_at=started,
-            ),
+            cache,
+            key,
+            raw.data,
+            form="text",
+            mime=_PLAIN,
+            overflowed=raw.overflowed,
+            incomplete_reason=raw.incomplete_reason,
+            fetched_at=started,
             plain=is_plain_ascii(raw.data),
         )
-        download = download.with_memo(steps.config.max_rendered_chars)
-        await steps.store(cache, key, download)
         return download, False
 
     async def _exchange(self, url: FingerURL, limit: int, deadline: Deadline) -> RawResponse:

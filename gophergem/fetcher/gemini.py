@@ -60,7 +60,6 @@ from gophergem.errors import (
 )
 from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
-    SMALL_WEIGHT,
     WINDOW_WEIGHT,
     Deadline,
     Offload,
@@ -68,6 +67,7 @@ from gophergem.fetcher._pipeline import (
     WindowMemo,
     check_end,
     check_offset,
+    held_by,
     internal_failure,
     keep_partial,
     parse_off_reactor,
@@ -309,9 +309,7 @@ class GeminiDownload:
     @property
     def held(self) -> int:
         """About what the decoded body and its index hold in memory."""
-        if self.text is None:
-            return SMALL_WEIGHT
-        return sys.getsizeof(self.text) + 8 * len(self.toggles)
+        return held_by(self.text, self.toggles)
 
     @property
     def weight(self) -> int:

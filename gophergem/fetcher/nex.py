@@ -16,24 +16,25 @@ from __future__ import annotations
 
 import attrs
 from twisted.internet.defer import CancelledError
-from twisted.internet.interfaces import IReactorTime
 
 from gophergem._time import format_utc
-from gophergem.client.connect import Connector
 from gophergem.client.nex import NexClientProtocol, RawResponse
-from gophergem.config import SmolwebConfig
-from gophergem.errors import ConnectionFailed, GophergemError, InvalidRequest
+from gophergem.errors import ConnectionFailed, InvalidRequest
 from gophergem.fetcher._pipeline import (
     Deadline,
-    Offload,
-    Steps,
     check_offset,
-    internal_failure,
+    failure_of,
     keep_partial,
-    parse_off_reactor,
-    run_inline,
 )
-from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, decode, render
+from gophergem.fetcher._smoltext import (
+    Form,
+    SmolDownload,
+    SmolFetcher,
+    SmolWindow,
+    cached,
+    keep,
+    render,
+)
 from gophergem.results import FetchFailure, GeminiRequestInfo, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.gemini import parse_mime
@@ -51,20 +52,11 @@ _FORMS: dict[NexKind, Form] = {
 
 
 @attrs.define
-class NexPipeline:
+class NexPipeline(SmolFetcher):
     """
-    Fetch nex:// URLs under the small web's shared steps.
-
-    @ivar clock: The time source for deadlines, timestamps and the cache.
-    @ivar connector: The connect pinch point.
-    @ivar steps: The steps Finger, Nex and Spartan share.
-    @ivar offload: How a large answer is decoded.
+    Fetch nex:// URLs under the small web's shared steps (its fields are
+    L{SmolFetcher}'s).
     """
-
-    clock: IReactorTime
-    connector: Connector
-    steps: Steps[SmolwebConfig]
-    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
     async def fetch(
         self, text: str, answer: str | None, offset: int, refresh: bool
@@ -96,12 +88,10 @@ class NexPipeline:
             )
             info = attrs.evolve(info, timestamp=format_utc(download.fetched_at))
             return render(self.steps, download, info, url, offset, from_cache)
-        except GophergemError as error:
-            return FetchFailure(request_info=info, error=error)
         except CancelledError:
             raise
-        except Exception:
-            return internal_failure(info)
+        except Exception as error:
+            return failure_of(info, error)
 
     async def _obtain(
         self, url: NexURL, form: Form, refresh: bool, deadline: Deadline
@@ -109,9 +99,8 @@ class NexPipeline:
         steps = self.steps
         key = url.to_text()
         cache = steps.cache_for()
-        hit = await steps.lookup(cache, key, refresh)
+        hit = await cached(steps, cache, key, refresh)
         if hit is not None:
-            assert isinstance(hit, SmolDownload)
             return hit, True
         started = self.clock.seconds()
         limit = steps.config.max_response_size
@@ -126,21 +115,19 @@ class NexPipeline:
                 temporary=True,
             )
         mime = parse_mime(mime_type_of(url.path))
-        download = await parse_off_reactor(
+        download = await keep(
+            steps,
             self.offload,
-            len(raw.data),
-            lambda: decode(
-                raw.data,
-                form=form,
-                mime=mime,
-                overflowed=raw.overflowed,
-                incomplete_reason=raw.incomplete_reason,
-                fetched_at=started,
-            ),
+            cache,
+            key,
+            raw.data,
+            form=form,
+            mime=mime,
+            overflowed=raw.overflowed,
+            incomplete_reason=raw.incomplete_reason,
+            fetched_at=started,
             plain=form != "binary" and is_plain_ascii(raw.data),
         )
-        download = download.with_memo(steps.config.max_rendered_chars)
-        await steps.store(cache, key, download)
         return download, False
 
     async def _exchange(self, url: NexURL, limit: int, deadline: Deadline) -> RawResponse:

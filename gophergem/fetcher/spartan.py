@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import attrs
 from twisted.internet.defer import CancelledError, Deferred
-from twisted.internet.interfaces import IReactorTime
 
 from gophergem._time import format_utc
-from gophergem.client.connect import Connector
 from gophergem.client.spartan import SpartanClientProtocol, SpartanResponse
-from gophergem.config import SmolwebConfig
 from gophergem.errors import (
     GophergemError,
     InvalidRedirect,
@@ -37,15 +34,11 @@ from gophergem.errors import (
 )
 from gophergem.fetcher._pipeline import (
     Deadline,
-    Offload,
-    Steps,
     check_offset,
-    internal_failure,
+    failure_of,
     keep_partial,
-    parse_off_reactor,
-    run_inline,
 )
-from gophergem.fetcher._smoltext import Form, SmolDownload, SmolWindow, decode, render
+from gophergem.fetcher._smoltext import Form, SmolFetcher, SmolWindow, cached, keep, render
 from gophergem.fetcher.gemini import TEXT_LIKE_TYPES
 from gophergem.results import FetchFailure, GeminiRequestInfo, RedirectResult
 from gophergem.url import safe_echo, scheme_of
@@ -74,21 +67,12 @@ def _strip_query(text: object) -> str:
 
 
 @attrs.define
-class SpartanPipeline:
+class SpartanPipeline(SmolFetcher):
     """
-    Fetch spartan:// URLs under the small web's shared steps.
-
-    @ivar clock: The time source for deadlines, timestamps and the cache.
-    @ivar connector: The connect pinch point.
-    @ivar steps: The steps Finger, Nex and Spartan share (its robots.txt
-        gate reads C{/robots.txt} through L{fetch_robots}).
-    @ivar offload: How a large body is decoded.
+    Fetch spartan:// URLs under the small web's shared steps (its fields
+    are L{SmolFetcher}'s; the robots.txt gate of C{steps} reads
+    C{/robots.txt} through L{fetch_robots}).
     """
-
-    clock: IReactorTime
-    connector: Connector
-    steps: Steps[SmolwebConfig]
-    offload: Offload = attrs.field(default=run_inline, kw_only=True)
 
     async def fetch(
         self, text: str, answer: str | None, offset: int, refresh: bool
@@ -116,12 +100,10 @@ class SpartanPipeline:
             return await self.steps.within_deadline(
                 lambda deadline: self._obtain(url, info, offset, refresh, deadline)
             )
-        except GophergemError as error:
-            return FetchFailure(request_info=info, error=error)
         except CancelledError:
             raise
-        except Exception:
-            return internal_failure(info)
+        except Exception as error:
+            return failure_of(info, error)
 
     async def _obtain(
         self,
@@ -136,9 +118,8 @@ class SpartanPipeline:
         key = url.to_text()
         cache = steps.cache_for(url.query is None)
         base = url.without_query()  # links must not carry the (input) query
-        hit = await steps.lookup(cache, key, refresh)
+        hit = await cached(steps, cache, key, refresh)
         if hit is not None:
-            assert isinstance(hit, SmolDownload)
             info = attrs.evolve(info, timestamp=format_utc(hit.fetched_at))
             return render(steps, hit, info, base, offset, True, input_links=True)
         started = self.clock.seconds()
@@ -152,21 +133,19 @@ class SpartanPipeline:
             if header.status is not wire.SpartanStatus.SUCCESS:
                 return self._status_result(url, info, header)
             mime = parse_mime(header.meta or wire.DEFAULT_SUCCESS_META)
-            download = await parse_off_reactor(
+            download = await keep(
+                steps,
                 self.offload,
-                len(response.body),
-                lambda: decode(
-                    response.body,
-                    form=_form(mime),
-                    mime=mime,
-                    overflowed=response.overflowed,
-                    incomplete_reason=response.incomplete_reason,
-                    fetched_at=started,
-                ),
+                cache,
+                key,
+                response.body,
+                form=_form(mime),
+                mime=mime,
+                overflowed=response.overflowed,
+                incomplete_reason=response.incomplete_reason,
+                fetched_at=started,
                 plain=is_plain_ascii(response.body),
             )
-            download = download.with_memo(steps.config.max_rendered_chars)
-            await steps.store(cache, key, download)
             return render(steps, download, info, base, offset, False, input_links=True)
         except GophergemError as error:
             # Failures after the exchange keep when it happened.

@@ -19,10 +19,10 @@ from twisted.internet.defer import CancelledError, Deferred
 
 from gophergem._plural import counted
 from gophergem.config import TitanConfig
-from gophergem.errors import BlockedError, GophergemError, InvalidRequest, NotFetchable
-from gophergem.fetcher._pipeline import internal_failure
+from gophergem.errors import BlockedError, InvalidRequest, NotFetchable
+from gophergem.fetcher._pipeline import failure_of
 from gophergem.fetcher.gemini import GeminiPipeline
-from gophergem.results import FetchFailure, GeminiRequestInfo, GeminiResult
+from gophergem.results import GeminiRequestInfo, GeminiResult
 from gophergem.url import format_host, safe_echo
 from gophergem.wire.titan import TITAN_DEFAULT_PORT, TitanURL
 
@@ -151,9 +151,7 @@ async def _send(
         if pipeline is None:
             raise NotFetchable(message="This fetcher was built without Gemini, so without Titan.")
         return await pipeline.upload(checked.url, checked.content, info)
-    except GophergemError as error:
-        return FetchFailure(request_info=info, error=error)
     except CancelledError:
         raise
-    except Exception:
-        return internal_failure(info)
+    except Exception as error:
+        return failure_of(info, error)
