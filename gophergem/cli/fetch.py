@@ -50,22 +50,10 @@ def add_parser(commands: Any, command: Any) -> None:
 
 def run(config: Config, args: argparse.Namespace) -> int:
     from twisted.internet import reactor
-    from twisted.python.failure import Failure
 
     from gophergem.fetcher import Fetcher
     from gophergem.fetcher.smolweb import SMOLWEB_FETCH_SCHEMES
-    from gophergem.render.payloads import payload
-    from gophergem.render.terminal import readable
     from gophergem.url import scheme_of
-
-    outcome: dict[str, Any] = {}
-
-    def done(result: Any) -> None:
-        outcome["result"] = result
-        # A request refused before any I/O (BLOCKED, INVALID_REQUEST…) is
-        # answered at once, before the reactor runs: then there is nothing to stop.
-        if reactor.running:
-            reactor.stop()
 
     fetcher = Fetcher.from_config(config, reactor)
     d: Deferred[GeminiResult] | Deferred[FetchResult] | Deferred[FetchResult | GeminiResult]
@@ -80,21 +68,51 @@ def run(config: Config, args: argparse.Namespace) -> int:
         d = fetcher.smolweb(args.url, input=args.input, offset=args.offset)
     else:
         d = fetcher.gopher(args.url, search=args.search, offset=args.offset)
+    return show_outcome(reactor, d, args, "fetch", invalid_is_usage=True)
+
+
+def show_outcome(
+    reactor: Any, d: Deferred[Any], args: argparse.Namespace, what: str, *, invalid_is_usage: bool
+) -> int:
+    """
+    Run the reactor until C{d} (a fetch or an upload) has its result, print
+    that result's payload (readable, or JSON with C{--format json}), and
+    return the exit status: 0 for a result, 1 for an error result, 130 when
+    stopped first.
+
+    @param what: What C{d} is, for the one-line messages ("fetch", "upload").
+    @param invalid_is_usage: Whether an C{INVALID_REQUEST} is a usage error
+        (status 2, one line instead of the readable rendering).
+    """
+    from twisted.python.failure import Failure
+
+    from gophergem.render.payloads import payload
+    from gophergem.render.terminal import readable
+
+    outcome: dict[str, Any] = {}
+
+    def done(result: Any) -> None:
+        outcome["result"] = result
+        # A request refused before any I/O (BLOCKED, INVALID_REQUEST…) is
+        # answered at once, before the reactor runs: then there is nothing to stop.
+        if reactor.running:
+            reactor.stop()
+
     d.addBoth(done)
     if "result" not in outcome:
         reactor.run()
     if "result" not in outcome:
-        return _fail("stopped before the fetch finished.", 130)
+        return _fail(f"stopped before the {what} finished.", 130)
     result = outcome["result"]
     if isinstance(result, Failure):
         from twisted.logger import Logger
 
-        Logger().failure("the fetch failed unexpectedly", result)
-        return _fail(f"the fetch failed unexpectedly: {result.getErrorMessage()}", 1)
+        Logger().failure(f"the {what} failed unexpectedly", result)
+        return _fail(f"the {what} failed unexpectedly: {result.getErrorMessage()}", 1)
     data = payload(result)
     status = 1 if data["kind"] == "error" else 0
     as_json = _wants_json(args)
-    if status and data["error"]["code"] == "INVALID_REQUEST":
+    if invalid_is_usage and status and data["error"]["code"] == "INVALID_REQUEST":
         # The request itself is wrong (a bad URL, an unknown scheme): a usage
         # error, one line and status 2; programs still get the payload.
         status = 2

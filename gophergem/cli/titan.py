@@ -13,11 +13,10 @@ typed at C{--ask-token}'s prompt.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-from gophergem.cli._runner import _fail, _format_options, _stdout_gone, _wants_json
+from gophergem.cli._runner import _fail, _format_options
 from gophergem.config import Config
 
 
@@ -135,39 +134,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
 def _send(
     fetcher: Any, reactor: Any, args: argparse.Namespace, content: bytes, token: str | None
 ) -> int:
-    from twisted.python.failure import Failure
-
-    from gophergem.render.payloads import payload
-    from gophergem.render.terminal import readable
-
-    outcome: dict[str, Any] = {}
-
-    def done(result: Any) -> None:
-        outcome["result"] = result
-        if reactor.running:
-            reactor.stop()
+    from gophergem.cli.fetch import show_outcome
 
     d = fetcher.titan_upload(args.url, content, mime=args.mime, token=token)
-    d.addBoth(done)
-    if "result" not in outcome:
-        reactor.run()
-    if "result" not in outcome:
-        return _fail("stopped before the upload finished.", 130)
-    result = outcome["result"]
-    if isinstance(result, Failure):
-        from twisted.logger import Logger
-
-        Logger().failure("the upload failed unexpectedly", result)
-        return _fail(f"the upload failed unexpectedly: {result.getErrorMessage()}", 1)
-    data = payload(result)
-    status = 1 if data["kind"] == "error" else 0
-    as_json = _wants_json(args)
-    try:
-        print(json.dumps(data, indent=2, ensure_ascii=False) if as_json else readable(data))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _stdout_gone()
-    if status and as_json:
-        error = data["error"]
-        _fail(f"{error['code']}: {error['message']}")
-    return status
+    return show_outcome(reactor, d, args, "upload", invalid_is_usage=False)
