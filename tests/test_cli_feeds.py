@@ -202,7 +202,7 @@ def test_import(hole: Hole, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     out = lines(capsys.readouterr().out)
     assert out[:2] == [
         f"ok       {PHLOG}  Feed 0 (phlog)",
-        "skipped  https://example.org/atom.xml  not a gemini:// or gopher:// URL",
+        "skipped  https://example.org/atom.xml  not a gemini, gopher, spartan, nex or finger URL",
     ]
     assert out[2].startswith(f"error    {GONE}  CONNECTION_FAILED: ")
     assert out[3:] == ["1 subscribed, 1 failed, 1 skipped."]

@@ -30,6 +30,8 @@ from gophergem.feeds.dates import (
 from gophergem.feeds.parse import (
     FEED_TYPES,
     MAX_ENTRIES,
+    NO_PLAN,
+    PLAN_DIGEST_CHARS,
     Entry,
     Feed,
     canonical_url,
@@ -38,7 +40,10 @@ from gophergem.feeds.parse import (
     detect_feed,
     parse_gemtext_feed,
     parse_menu_feed,
+    parse_plan_feed,
     parse_xml_feed,
+    plan_of,
+    plan_version,
     resolve_link,
     sniff_xml_feed,
 )
@@ -175,11 +180,35 @@ def test_clip_title() -> None:
         (GEMLOG, "   ", None),
         ("not a url", "relative.gmi", None),
         ("gemini://", "relative.gmi", None),
+        ("spartan://example.org/log/", "post.gmi", "spartan://example.org/log/post.gmi"),
+        ("spartan://example.org/log/", "/x?a b", "spartan://example.org/x?a%20b"),
+        ("nex://EXAMPLE.org:1900/dir/", "../a.txt", "nex://example.org/a.txt"),
+        ("nex://example.org/dir/", "spartan://Example.org:300/", "spartan://example.org/"),
+        ("finger://example.org/alice", "bob", None),
     ],
 )
 def test_resolve_link(base: str, reference: str, expected: str | None) -> None:
     """Links become absolute and canonical; a relative link without a usable base is lost."""
     assert resolve_link(base, reference) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "canonical"),
+    [
+        ("finger://alice@Example.org", "finger://example.org/alice"),
+        ("finger://example.org:79/alice", "finger://example.org/alice"),
+        ("nex://EXAMPLE.org:1900/./a/../b/", "nex://example.org/b/"),
+        ("spartan://example.org:300", "spartan://example.org/"),
+        (
+            "finger://example.org/alice@elsewhere.example",
+            "finger://example.org/alice@elsewhere.example",
+        ),
+        ("titan://example.org/x;size=1", "titan://example.org/x;size=1"),
+    ],
+)
+def test_canonical_small_web_urls(url: str, canonical: str) -> None:
+    """Finger, Nex and Spartan URLs get one spelling; what cannot be fetched stays as it is."""
+    assert canonical_url(url) == canonical
 
 
 def test_canonical_url_leaves_other_text() -> None:
@@ -637,7 +666,18 @@ _LINE_PIECES = st.sampled_from(
 )
 _TEXT = st.lists(st.one_of(_LINE_PIECES, st.text(max_size=8)), max_size=40).map("".join)
 _BASES = st.one_of(
-    st.sampled_from([GEMLOG, "gopher://example.org/1/", "gemini://[::1]/", "", "x:y"]),
+    st.sampled_from(
+        [
+            GEMLOG,
+            "gopher://example.org/1/",
+            "gemini://[::1]/",
+            "spartan://example.org/log/",
+            "nex://example.org/dir/",
+            "finger://example.org/alice",
+            "",
+            "x:y",
+        ]
+    ),
     st.text(max_size=20),
 )
 
@@ -1064,3 +1104,87 @@ def test_cut_entries_never_raises(body: bytes, cap: int) -> None:
     if feed is not None:
         assert len(feed.entries) <= cap
         _check(feed)
+
+
+# --- Finger plans ---------------------------------------------------------------------
+
+
+BSD_ANSWER = """\
+Login: alice          \t\t\tName: Alice
+Directory: /home/alice                 Shell: /bin/sh
+On since Fri Dec  4 09:00 (UTC) on pts/0, idle 0:03
+No mail.
+Plan:
+
+Climbing.\t\x20
+More later.
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("answer", "plan"),
+    [
+        ("Reading.\r\nWriting.\r\n", "Reading.\nWriting."),
+        ("\n\n  Indented first line\n\n", "  Indented first line"),
+        (BSD_ANSWER, "Climbing.\nMore later."),
+        ("Login: bob\nNo mail.\nNo Plan.\n", ""),
+        ("Login: bob\nPlan: inline plan\nsecond\n", "inline plan\nsecond"),
+        ("", ""),
+    ],
+)
+def test_plan_of(answer: str, plan: str) -> None:
+    """The plan is what follows "Plan:" when the account is described first, else the answer."""
+    assert plan_of(answer) == plan
+
+
+def test_plan_feed() -> None:
+    """One entry: the URL with the plan's digest, titled by its first line, undated."""
+    feed = parse_plan_feed("finger://example.org/alice", BSD_ANSWER)
+    assert (feed.feed_type, feed.title) == ("plan", "alice@example.org")
+    (entry,) = feed.entries
+    url, _, digest = entry.url.partition("#")
+    assert url == "finger://example.org/alice"
+    assert len(digest) == PLAN_DIGEST_CHARS and int(digest, 16) >= 0
+    assert (entry.title, entry.published) == ("Climbing.", None)
+    # Only the plan counts: the idle time is not part of it.
+    later = parse_plan_feed("finger://example.org/alice", BSD_ANSWER.replace("0:03", "2:10"))
+    assert later.entries == feed.entries
+    other = parse_plan_feed("finger://example.org/alice", BSD_ANSWER.replace("More", "Much"))
+    assert other.entries[0].url != entry.url
+
+
+def test_plan_feed_empty_and_user_list() -> None:
+    """No plan has a title of its own; the user list of a host is titled by the host."""
+    feed = parse_plan_feed("finger://example.org/", "No Plan.\n")
+    assert feed.title == "example.org"
+    assert feed.entries[0].title == NO_PLAN
+
+
+def test_plan_version() -> None:
+    """The kept entry while the plan reads as last seen; a new one for every change."""
+    now = parse_plan_feed("finger://h/a", "B").entries[0]
+    old = parse_plan_feed("finger://h/a", "A").entries[0]
+    assert plan_version(now, []) == now
+    assert plan_version(now, [(now.url, "2026-12-01T00:00:00Z")]) == now
+    # Changed from A: B is new.
+    assert plan_version(now, [(old.url, "2026-12-01T00:00:00Z")]) == now
+    # Back to A after B: a new entry, numbered.
+    kept = [(old.url, "2026-12-01T00:00:00Z"), (now.url, "2026-12-02T00:00:00Z")]
+    again = plan_version(old, kept)
+    assert again.url == old.url + ".2" and again.title == old.title
+    # A again later, after B again: .3; while A reads as last seen, .3 is kept.
+    kept += [(again.url, "2026-12-03T00:00:00Z"), (now.url + ".2", "2026-12-04T00:00:00Z")]
+    third = plan_version(old, kept)
+    assert third.url == old.url + ".3"
+    kept.append((third.url, "2026-12-05T00:00:00Z"))
+    assert plan_version(old, kept) == third
+
+
+@given(url=_BASES, text=_TEXT)
+def test_plan_feed_never_raises(url: str, text: str) -> None:
+    """Any answer read as a plan gives one well-formed entry."""
+    feed = parse_plan_feed(url, text)
+    _check(feed)
+    assert len(feed.entries) == 1
+    assert "#" in feed.entries[0].url

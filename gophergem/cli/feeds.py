@@ -67,7 +67,8 @@ def add_parser(commands: Any, command: Any) -> None:
         actions,
         "subscribe",
         "[--title TITLE] [--format readable|json] [settings] URL",
-        "Follow a gemini:// or gopher:// page; what it lists now counts as read.",
+        "Follow a gemini://, gopher://, spartan:// or nex:// page or a finger:// plan; what it "
+        "lists now counts as read.",
     )
     subscribe.add_argument("url")
     subscribe.add_argument("--title", metavar="TITLE", help="A title of your own.")
@@ -81,8 +82,9 @@ def add_parser(commands: Any, command: Any) -> None:
         actions,
         "import",
         "[settings] FILE",
-        "Subscribe to the gemini:// and gopher:// feeds of an OPML file.",
-        "Subscribe to every gemini:// and gopher:// feed (outline xmlUrl) of an OPML file, "
+        "Subscribe to the small-web feeds of an OPML file.",
+        "Subscribe to every gemini://, gopher://, spartan://, nex:// and finger:// feed "
+        "(outline xmlUrl) of an OPML file, "
         "each fetched once; other schemes are listed as skipped. The exit status is 1 when "
         "a subscription failed.",
     )
@@ -242,6 +244,7 @@ async def _feeds_import(follower: Any, args: argparse.Namespace) -> int:
     from twisted.internet.defer import DeferredList
 
     from gophergem.feeds.opml import MAX_OPML_BYTES, OPMLError, parse_opml
+    from gophergem.feeds.parse import FOLLOWED_SCHEMES
     from gophergem.url import scheme_of
 
     try:
@@ -253,7 +256,7 @@ async def _feeds_import(follower: Any, args: argparse.Namespace) -> int:
         outlines = parse_opml(data)
     except OPMLError as error:
         return _fail(f"feeds import: {args.file!r} is not usable OPML: {error}")
-    wanted = [o for o in outlines if scheme_of(o.url) in ("gemini", "gopher")]
+    wanted = [o for o in outlines if scheme_of(o.url) in FOLLOWED_SCHEMES]
     outcomes = await DeferredList(
         [follower.subscribe(o.url, o.title) for o in wanted], consumeErrors=True
     )
@@ -263,7 +266,7 @@ async def _feeds_import(follower: Any, args: argparse.Namespace) -> int:
         url = _clean(outline.url)
         if outline.url not in done:
             counts["skipped"] += 1
-            print(f"skipped  {url}  not a gemini:// or gopher:// URL")
+            print(f"skipped  {url}  not a gemini, gopher, spartan, nex or finger URL")
             continue
         ok, value = done[outline.url]
         if ok:

@@ -2,6 +2,10 @@
 """
 Following capsules: subscribe to a page, then ask what is new on it.
 
+A page is read over Gemini, Gopher, Spartan or Nex, and a Finger answer is
+followed as a plan: each new text of it is one entry, dated when it was
+first seen.
+
 L{Follower} is the library's front for subscriptions; the MCP tools and the
 console script call it and nothing else.  Every page it reads goes through
 the L{IFetcher} every other fetch uses, so the same policy applies
@@ -17,8 +21,9 @@ Reading a page:
     let go between two (cutting a window costs milliseconds);
   - a redirect is followed, at most L{MAX_REDIRECTS} times, each hop a
     fetch under the same policy;
-  - what the page is (gemsub, Atom, RSS, dated phlog, or a plain page whose
-    new links are tracked) is decided by L{gophergem.feeds.parse.detect_feed},
+  - what the page is (gemsub, Atom, RSS, dated phlog, a Finger plan, or a
+    plain page whose new links are tracked) is decided by
+    L{gophergem.feeds.parse.detect_feed} (a Finger answer is a plan),
     off the reactor's thread (L{Follower.offload}): a large feed takes
     seconds to parse, and the reactor keeps serving meanwhile.
 
@@ -55,7 +60,15 @@ from gophergem.errors import (
     NotFetchable,
     NotSubscribed,
 )
-from gophergem.feeds.parse import Feed, canonical_url, detect_feed
+from gophergem.feeds.parse import (
+    FOLLOWED_SCHEMES,
+    Entry,
+    Feed,
+    canonical_url,
+    detect_feed,
+    parse_plan_feed,
+    plan_version,
+)
 from gophergem.feeds.subscriptions import parse_since
 from gophergem.feeds.values import StoredEntry, Subscription
 from gophergem.fetcher import Offload, run_inline
@@ -74,6 +87,7 @@ from gophergem.results import (
     TextResult,
 )
 from gophergem.url import scheme_of
+from gophergem.wire.smolweb import parse_url
 
 __all__ = ["MAX_REDIRECTS", "MAX_WINDOWS", "FeedError", "Follower", "Update", "Updates"]
 
@@ -123,15 +137,21 @@ class Updates:
     errors: tuple[FeedError, ...]
 
 
+_FOLLOWED = "gemini://, gopher://, spartan://, nex:// or finger://"
+
+#: Any time before every entry's: unread entries and every one dated after it are all of them.
+_EVER = "1970-01-01T00:00:00Z"
+
+
 def _canonical(url: str) -> str:
-    """The subscription key of C{url}; L{InvalidRequest} for anything but gemini:// or gopher://."""
+    """The subscription key of C{url}; L{InvalidRequest} for a scheme that cannot be followed."""
     if not isinstance(url, str) or not url.strip():
-        raise InvalidRequest(message="Give the gemini:// or gopher:// URL of a page to follow.")
+        raise InvalidRequest(message=f"Give the {_FOLLOWED} URL of a page to follow.")
     scheme = scheme_of(url)  # raises InvalidRequest on text that is no URL
-    if scheme not in ("gemini", "gopher"):
-        raise InvalidRequest(
-            message=f"Only gemini:// and gopher:// pages can be followed, not {scheme}: URLs."
-        )
+    if scheme not in FOLLOWED_SCHEMES:
+        raise InvalidRequest(message=f"Only {_FOLLOWED} pages can be followed, not {scheme}: URLs.")
+    if scheme in ("spartan", "nex", "finger"):
+        parse_url(url.strip())  # refuse what could never be fetched (a forwarding finger query)
     return canonical_url(url.strip())
 
 
@@ -199,9 +219,12 @@ class Follower:
         raise NotFetchable(message=f"The page redirects more than {MAX_REDIRECTS} times.")
 
     def _fetch(self, url: str, offset: int, *, refresh: bool = False) -> Deferred[Any]:
-        if scheme_of(url) == "gemini":
+        scheme = scheme_of(url)
+        if scheme == "gemini":
             return self.fetcher.gemini(url, offset=offset, refresh=refresh)
-        return self.fetcher.gopher(url, offset=offset, refresh=refresh)
+        if scheme == "gopher":
+            return self.fetcher.gopher(url, offset=offset, refresh=refresh)
+        return self.fetcher.smolweb(url, offset=offset, refresh=refresh)
 
     async def _whole(self, url: str, first: Any) -> Feed:
         windows = [first]
@@ -265,6 +288,12 @@ class Follower:
                 return detect_feed(url, mime=mime, body=body, now=now)
 
             return success
+        if isinstance(first, TextResult | PartialLineResult) and scheme_of(url) == "finger":
+
+            def plan() -> Feed:
+                return parse_plan_feed(url, "".join(getattr(w, "text", "") for w in windows))
+
+            return plan
         if isinstance(first, TextResult | PartialLineResult):
 
             def text() -> Feed:
@@ -344,7 +373,10 @@ class Follower:
         """
         try:
             _, feed = await self.read(url, fresh=True)
-            await settle(self.store.record_check(url, feed.entries, self.now()))
+            entries: Sequence[Entry] = feed.entries
+            if feed.feed_type == "plan":
+                entries = await self._plan_entries(url, entries)
+            await settle(self.store.record_check(url, entries, self.now()))
         except CancelledError:
             raise
         except GophergemError as error:
@@ -363,6 +395,17 @@ class Follower:
         except Exception:
             log.failure("feeds: recording the failed check of {url} failed", url=url)
         return failed
+
+    async def _plan_entries(self, url: str, found: Sequence[Entry]) -> Sequence[Entry]:
+        """
+        The plan C{found} as the entry to record: the one kept when the
+        plan reads as last seen, a new one whenever it changed (even back
+        to an older text), see L{plan_version}.
+        """
+        if len(found) != 1:
+            return found
+        kept = await settle(self.store.unread(url, _EVER))
+        return (plan_version(found[0], [(entry.url, entry.first_seen) for _, entry in kept]),)
 
     def check_all(self, urls: Sequence[str] | None = None) -> Deferred[list[FeedError]]:
         """

@@ -2,19 +2,22 @@
 """
 What a subscribed page offers, read without I/O.
 
-A page someone follows is one of five kinds (L{FEED_TYPES}):
+A page someone follows is one of six kinds (L{FEED_TYPES}):
 
-  - C{gemsub}: a gemtext page whose link lines start their labels with a
-    date, the Gemini subscription convention (L{parse_gemtext_feed});
-  - C{atom} and C{rss}: an Atom, RSS or RDF document served over Gemini or
-    Gopher, read by feedparser (L{parse_xml_feed});
+  - C{gemsub}: a gemtext page (over Gemini, Spartan or Nex) whose link
+    lines start their labels with a date, the Gemini subscription
+    convention (L{parse_gemtext_feed});
+  - C{atom} and C{rss}: an Atom, RSS or RDF document served over any of
+    them, read by feedparser (L{parse_xml_feed});
   - C{phlog}: a Gopher menu whose items carry dates (L{parse_menu_feed});
+  - C{plan}: a Finger answer, whose every new text is one entry
+    (L{parse_plan_feed});
   - C{page}: anything else, followed for its new links.
 
 L{detect_feed} picks the reader from what a fetch returned.  Whatever the
 server sent, the result is a L{Feed}: the readers never raise on content.
 Every title is sanitised like all server text and clipped; every link is
-absolute, and canonical when it is a Gemini or Gopher URL.  Nothing here
+absolute, and canonical when it is a URL of a scheme gophergem reads.  Nothing here
 fetches anything: feedparser is only ever handed the bytes, never a URL or
 a path.
 
@@ -29,6 +32,7 @@ seconds for a large feed: the caller runs it off the reactor's thread.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import io
 import re
@@ -49,13 +53,20 @@ from gophergem.feeds.dates import (
     selector_date,
 )
 from gophergem.url import GeminiURL, GopherURL, scheme_of
+from gophergem.wire.finger import FingerURL
 from gophergem.wire.gemtext import Link, feed_entry, parse_gemtext
 from gophergem.wire.gopher import MAX_TITLE_CHARS, MenuItem
+from gophergem.wire.nex import NexURL
+from gophergem.wire.smolweb import parse_url
+from gophergem.wire.spartan import SpartanURL
 from gophergem.wire.text import decode_text, sanitise_line
 
 __all__ = [
     "FEED_TYPES",
+    "FOLLOWED_SCHEMES",
     "MAX_ENTRIES",
+    "NO_PLAN",
+    "PLAN_DIGEST_CHARS",
     "XML_FEED_TYPES",
     "Entry",
     "Feed",
@@ -66,12 +77,21 @@ __all__ = [
     "parse_date",
     "parse_gemtext_feed",
     "parse_menu_feed",
+    "parse_plan_feed",
     "parse_xml_feed",
+    "plan_of",
+    "plan_version",
     "sniff_xml_feed",
 ]
 
 #: What a followed page can be, see the module docstring.
-FEED_TYPES = ("gemsub", "atom", "rss", "phlog", "page")
+FEED_TYPES = ("gemsub", "atom", "rss", "phlog", "plan", "page")
+
+#: The schemes of the pages that can be followed.
+FOLLOWED_SCHEMES = ("gemini", "gopher", "spartan", "nex", "finger")
+
+#: The schemes L{canonical_url} spells anew (Titan's URLs are uploads, not pages).
+_SMOL_SCHEMES = frozenset({"finger", "nex", "spartan"})
 
 #: The most entries a feed is read for (the first ones in the document): as
 #: many as a store remembers of one feed (C{store.MAX_ENTRIES_PER_FEED}).
@@ -132,8 +152,10 @@ def clip_title(text: str) -> str | None:
 
 def canonical_url(text: str) -> str:
     """
-    The canonical spelling of an absolute Gemini or Gopher URL, as
-    L{gophergem.url} prints it; any other text comes back as it is.
+    The canonical spelling of an absolute Gemini, Gopher, Spartan, Nex or
+    Finger URL, as L{gophergem.url} and L{gophergem.wire.smolweb} print it
+    (C{finger://user@host} becomes C{finger://host/user}); any other text
+    comes back as it is.
     """
     try:
         scheme = scheme_of(text)
@@ -141,6 +163,8 @@ def canonical_url(text: str) -> str:
             return GeminiURL.from_text(text).to_text()
         if scheme == "gopher":
             return GopherURL.from_text(text).to_text()
+        if scheme in _SMOL_SCHEMES:
+            return parse_url(text).to_text()
     except InvalidRequest:
         pass
     return text
@@ -154,8 +178,9 @@ def resolve_link(base: str, reference: str) -> str | None:
     Resolve a link found in a feed against the feed's URL; C{None} when
     there is no link or it cannot be made absolute.  Never raises.
 
-    The standard library cannot join C{gemini:} URLs, so L{GeminiURL} does;
-    C{gopher:} bases go through C{urljoin}, which knows that scheme.
+    The standard library cannot join C{gemini:} URLs, so L{GeminiURL} does,
+    and a Spartan or Nex URL resolves against itself; C{gopher:} bases go
+    through C{urljoin}, which knows that scheme.
     """
     reference = sanitise_line(reference).strip()
     if not reference:
@@ -168,6 +193,10 @@ def resolve_link(base: str, reference: str) -> str | None:
         if scheme_of(base) == "gopher":
             GopherURL.from_text(base)
             return canonical_url(urljoin(base, reference))
+        if scheme_of(base) == "spartan":
+            return canonical_url(SpartanURL.from_text(base).resolve(reference))
+        if scheme_of(base) == "nex":
+            return canonical_url(NexURL.from_text(base).resolve(reference))
     except (InvalidRequest, ValueError):
         pass
     return None
@@ -423,6 +452,91 @@ def _xml_entries(url: str, items: Iterable[Any]) -> Iterator[Entry]:
             published = iso_from_struct_time(dict.get(item, "updated_parsed"))
         title = _text_of(item.get("title"), item.get("title_detail"))
         yield _entry(target, title, published)
+
+
+# --- Finger plans ---------------------------------------------------------------------
+
+#: How many hex digits of a plan's SHA-256 name its version (the fragment of
+#: its entry's URL): 64 bits, so two texts of one plan never share one.
+PLAN_DIGEST_CHARS = 16
+
+#: The title of a plan entry whose plan is empty (or "No Plan.").
+NO_PLAN = "(no plan)"
+
+_PLAN_HEADING = re.compile(r"[ \t]*plan:[ \t]*(.*)", re.IGNORECASE)
+_NO_PLAN_LINE = re.compile(r"[ \t]*no plan\.?[ \t]*", re.IGNORECASE)
+
+
+def plan_of(text: str) -> str:
+    """
+    The plan a Finger answer holds.  A daemon that describes the account
+    first (BSD fingerd and its kin: login, shell, idle time, mail, which
+    change by the minute) puts the plan after a line C{Plan:}, or says
+    C{No Plan.}: then only the plan counts (C{""} for none).  Any other
+    answer (the small web's Finger servers send the plan file itself) is
+    the plan.  Trailing spaces and the blank lines around it are left out.
+    Never raises.
+    """
+    lines = [line.rstrip() for line in text.splitlines()]
+    for index, line in enumerate(lines):
+        heading = _PLAN_HEADING.fullmatch(line)
+        if heading is not None:
+            lines = [heading.group(1).strip(), *lines[index + 1 :]]
+            break
+        if _NO_PLAN_LINE.fullmatch(line):
+            return ""
+    return "\n".join(lines).strip("\n")
+
+
+def _plan_owner(url: str) -> str | None:
+    """C{user@host} (or C{host}, for its list of users) of a finger:// URL, else C{None}."""
+    try:
+        finger = parse_url(url)
+    except InvalidRequest:
+        return None
+    if not isinstance(finger, FingerURL):
+        return None
+    return f"{finger.user}@{finger.host}" if finger.user else finger.host
+
+
+def parse_plan_feed(url: str, text: str) -> Feed:
+    """
+    Read a Finger answer as a feed of one entry: its plan (L{plan_of}) as
+    it is now, titled by its first line, undated (a store dates it when
+    first seen).  The entry's URL is C{url} with the plan's digest as its
+    fragment, so every new text of the plan is a new entry, while the
+    URL still fetches the plan (a fragment is never sent).  The feed's
+    title is C{user@host}.  Never raises.
+    """
+    plan = plan_of(text)
+    digest = hashlib.sha256(plan.encode("utf-8", "replace")).hexdigest()[:PLAN_DIGEST_CHARS]
+    first = next((line for line in plan.splitlines() if line.strip()), "")
+    entry = Entry(f"{url.partition('#')[0]}#{digest}", clip_title(first) or NO_PLAN, None)
+    return Feed("plan", _plan_owner(url), (entry,))
+
+
+def plan_version(current: Entry, known: Iterable[tuple[str, str]]) -> Entry:
+    """
+    The entry to record for a plan read now (C{current}, from
+    L{parse_plan_feed}), given the plan's entries kept so far as
+    C{(url, first_seen)} pairs: the kept one when the plan reads as the
+    one seen last, else a new one, even when the plan went back to a text
+    it had before (its URL then gets a C{.2}, C{.3}, ... after the digest).
+    """
+    kept = list(known)
+    if not kept:
+        return current
+    digest = current.url.partition("#")[2]
+    latest = max(seen for _, seen in kept)
+    for url, seen in kept:
+        if seen == latest and url.partition("#")[2].partition(".")[0] == digest:
+            return attrs.evolve(current, url=url)
+    used = {url for url, _ in kept}
+    url, count = current.url, 1
+    while url in used:
+        count += 1
+        url = f"{current.url}.{count}"
+    return attrs.evolve(current, url=url)
 
 
 # --- Gopher menus ---------------------------------------------------------------------

@@ -620,8 +620,9 @@ class SubscriptionPayload(_Model):
     kind: Literal["subscription"]
     url: str = Field(description="The followed URL, canonical.")
     title: str | None = Field(description="The feed's title, or the one given.")
-    feed_type: Literal["gemsub", "atom", "rss", "phlog", "page"] = Field(
-        description="gemsub, atom, rss, phlog (dated Gopher menu), or page (new links tracked)."
+    feed_type: Literal["gemsub", "atom", "rss", "phlog", "plan", "page"] = Field(
+        description="gemsub, atom, rss, phlog (dated Gopher menu), plan (a Finger answer), "
+        "or page (new links tracked)."
     )
     entries_known: int = Field(description="Entries remembered; those there now count as read.")
 

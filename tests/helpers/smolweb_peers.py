@@ -1,6 +1,7 @@
 """
 Real small-web peers for the integration tests: starting a peer process and
-waiting until it listens, and jayhawk (a Spartan server) with one redirect.
+waiting until it listens, smolserve (Finger, Spartan and Nex) serving a
+directory, and jayhawk (a Spartan server) with one redirect.
 """
 
 from __future__ import annotations
@@ -54,6 +55,53 @@ def start_peer(argv: list[str], ports: list[int], log: Path) -> subprocess.Popen
         )
     wait_for(proc, ports, log)
     return proc
+
+
+@dataclass(frozen=True)
+class Smolserve:
+    """The ports of a running smolserve, and the files it serves."""
+
+    finger: int
+    spartan: int
+    nex: int
+    root: Path
+
+    @property
+    def plan(self) -> Path:
+        """The plan file, answered for every user (read anew for each query)."""
+        return self.root / "plan.txt"
+
+
+@contextlib.contextmanager
+def running_smolserve(files: dict[str, str]) -> Iterator[Smolserve]:
+    """
+    smolserve on free loopback ports serving C{files}: C{plan.txt} (the
+    finger plan) and paths under C{spartan/} and C{nex/} (their roots), each
+    path to its text.  Fails (or skips) when smolserve is not installed.
+    """
+    command = executable("smolserve")
+    if command is None:
+        _missing_peer("smolserve is not installed (pip install -e '.[test]')")
+    assert command is not None
+    with tempfile.TemporaryDirectory(prefix="gophergem-smolserve-") as base:
+        root = Path(base)
+        for name in ("spartan", "nex"):
+            (root / name).mkdir()
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text, encoding="utf-8")
+        peer = Smolserve(
+            unused_loopback_port(), unused_loopback_port(), unused_loopback_port(), root
+        )
+        argv = [command, "--host", LOOPBACK, "--no-gemini", "--no-gopher"]
+        argv += ["--finger-port", str(peer.finger), "--finger-plan", str(peer.plan)]
+        argv += ["--spartan-port", str(peer.spartan), "--spartan-root", str(root / "spartan")]
+        argv += ["--nex-port", str(peer.nex), "--nex-root", str(root / "nex")]
+        proc = start_peer(argv, [peer.finger, peer.spartan, peer.nex], root / "log")
+        try:
+            yield peer
+        finally:
+            _stop_process_group(proc)
 
 
 #: jayhawk's own file dispatcher, with one route that answers with jayhawk's redirect.

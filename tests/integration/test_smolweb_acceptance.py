@@ -23,16 +23,13 @@ from typing import Any
 import pytest
 
 from tests.helpers.hostile_process import gophergem_env, spawn_hostile
-from tests.helpers.smolweb_peers import executable, running_jayhawk, start_peer
+from tests.helpers.smolweb_peers import running_jayhawk, running_smolserve
 
 from .conftest import (
     LOOPBACK,
-    _missing_peer,
-    _stop_process_group,
     mcp_session,
     run_async,
     tool_payload,
-    unused_loopback_port,
 )
 
 pytestmark = pytest.mark.integration
@@ -54,32 +51,15 @@ LONG = LONG_LINE * 4000  # 104,000 characters: several windows of 50,000
 
 @pytest.fixture(scope="module")
 def peers() -> Iterator[dict[str, int]]:
-    command = executable("smolserve")
-    if command is None:
-        _missing_peer("smolserve is not installed (pip install -e '.[test]')")
-    assert command is not None
-    with tempfile.TemporaryDirectory(prefix="gophergem-smolweb-accept-") as base:
-        root = Path(base)
-        (root / "plan.txt").write_text(PLAN, encoding="utf-8")
-        (root / "spartan").mkdir()
-        (root / "spartan" / "index.gmi").write_text(INDEX, encoding="utf-8")
-        (root / "spartan" / "search.gmi").write_text("# Results\n", encoding="utf-8")
-        (root / "nex" / "posts").mkdir(parents=True)
-        (root / "nex" / "long.txt").write_text(LONG, encoding="utf-8")
-        ports = {
-            "finger": unused_loopback_port(),
-            "spartan": unused_loopback_port(),
-            "nex": unused_loopback_port(),
-        }
-        argv = [command, "--host", LOOPBACK, "--no-gemini", "--no-gopher"]
-        argv += ["--finger-port", str(ports["finger"]), "--finger-plan", str(root / "plan.txt")]
-        argv += ["--spartan-port", str(ports["spartan"]), "--spartan-root", str(root / "spartan")]
-        argv += ["--nex-port", str(ports["nex"]), "--nex-root", str(root / "nex")]
-        proc = start_peer(argv, list(ports.values()), root / "log")
-        try:
-            yield ports
-        finally:
-            _stop_process_group(proc)
+    files = {
+        "plan.txt": PLAN,
+        "spartan/index.gmi": INDEX,
+        "spartan/search.gmi": "# Results\n",
+        "nex/long.txt": LONG,
+    }
+    with running_smolserve(files) as peer:
+        (peer.root / "nex" / "posts").mkdir()
+        yield {"finger": peer.finger, "spartan": peer.spartan, "nex": peer.nex}
 
 
 def _env(**settings: str) -> dict[str, str]:

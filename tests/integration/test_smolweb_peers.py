@@ -18,11 +18,8 @@ with it.  A missing peer skips, or fails under C{GOPHERGEM_REQUIRE_PEERS=1}
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,14 +39,14 @@ from gophergem.wire.nex import NexKind, NexURL, decode_document, parse_directory
 from gophergem.wire.spartan import SpartanStatus, SpartanURL, parse_page
 from gophergem.wire.titan import TitanURL
 from tests.helpers.smolweb_peers import (
+    Smolserve,
     TitanPeer,
-    executable,
     running_jayhawk,
+    running_smolserve,
     running_titan,
-    start_peer,
 )
 
-from .conftest import LOOPBACK, _missing_peer, _stop_process_group, unused_loopback_port
+from .conftest import LOOPBACK
 
 pytestmark = pytest.mark.integration
 
@@ -61,55 +58,17 @@ INDEX = "# Spartan capsule\n=> about.gmi About\n=: /search Search the capsule\n"
 POST = "First post, over Nex.\n"
 
 
-@dataclass(frozen=True)
-class Smolserve:
-    finger: int
-    spartan: int
-    nex: int
-
-
 @pytest.fixture(scope="module")
 def smolserve() -> Iterator[Smolserve]:
-    command = executable("smolserve")
-    if command is None:
-        _missing_peer("smolserve is not installed (pip install -e '.[test]')")
-    assert command is not None
-    with tempfile.TemporaryDirectory(prefix="gophergem-smolserve-") as base:
-        root = Path(base)
-        (root / "plan.txt").write_text(PLAN, encoding="utf-8")
-        spartan = root / "spartan"
-        spartan.mkdir()
-        (spartan / "index.gmi").write_text(INDEX, encoding="utf-8")
-        (spartan / "about.gmi").write_text("# About\n", encoding="utf-8")
-        nex = root / "nex"
-        (nex / "posts").mkdir(parents=True)
-        (nex / "posts" / "first.txt").write_text(POST, encoding="utf-8")
-        (nex / "notes.txt").write_text("Notes.\n", encoding="utf-8")
-        ports = Smolserve(unused_loopback_port(), unused_loopback_port(), unused_loopback_port())
-        argv = [
-            command,
-            "--host",
-            LOOPBACK,
-            "--no-gemini",
-            "--no-gopher",
-            "--finger-port",
-            str(ports.finger),
-            "--finger-plan",
-            str(root / "plan.txt"),
-            "--spartan-port",
-            str(ports.spartan),
-            "--spartan-root",
-            str(spartan),
-            "--nex-port",
-            str(ports.nex),
-            "--nex-root",
-            str(nex),
-        ]
-        proc = start_peer(argv, [ports.finger, ports.spartan, ports.nex], root / "log")
-        try:
-            yield ports
-        finally:
-            _stop_process_group(proc)
+    files = {
+        "plan.txt": PLAN,
+        "spartan/index.gmi": INDEX,
+        "spartan/about.gmi": "# About\n",
+        "nex/posts/first.txt": POST,
+        "nex/notes.txt": "Notes.\n",
+    }
+    with running_smolserve(files) as peer:
+        yield peer
 
 
 @pytest.fixture(scope="module")

@@ -65,9 +65,9 @@ FORGET = ToolAnnotations(
 """C{feed_unsubscribe}: removes from a local store."""
 
 _SUBSCRIBE = (
-    "Follow a gemini:// or gopher:// page: a gemlog (Gemini subscription convention), an Atom "
-    "or RSS feed, a dated phlog menu, or any page (its new links are tracked). It is fetched "
-    "once now; what it lists now counts as read. Subscribing twice is fine."
+    "Follow a gemini, gopher, spartan or nex page: a gemlog, an Atom or RSS feed, a dated "
+    "phlog, or any page (its new links are tracked); or a finger plan (each change is one "
+    "entry). It is fetched once now; what it lists now counts as read. Subscribing twice is fine."
 )
 _UNSUBSCRIBE = "Stop following a page subscribed with feed_subscribe."
 _LIST = "List the followed pages: type, when last checked, unread entries, last error."
@@ -109,7 +109,7 @@ def _follower_on(server: Any) -> Follower:
 
 async def feed_subscribe(
     ctx: Context[Any, Any],
-    url: Annotated[str, Field(description="The gemini:// or gopher:// URL of the page to follow.")],
+    url: Annotated[str, Field(description="The URL of the page to follow.")],
     title: Annotated[
         str | None, Field(description="A title of your own; the feed's title by default.")
     ] = None,
