@@ -1,12 +1,14 @@
 """
 Real small-web peers for the integration tests: starting a peer process and
 waiting until it listens, smolserve (Finger, Spartan and Nex) serving a
-directory, and jayhawk (a Spartan server) with one redirect.
+directory, jayhawk (a Spartan server) with one redirect, and Debian's BSD
+finger daemon run per connection by socat.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -169,3 +171,59 @@ def running_titan() -> Iterator[TitanPeer]:
             _stop_process_group(proc)
             with contextlib.suppress(Exception):
                 proc.stdout.close()  # type: ignore[union-attr]
+
+
+#: Debian's BSD finger daemon (package C{fingerd}) and the finger program it
+#: runs for every query (package C{finger}).
+IN_FINGERD = "/usr/sbin/in.fingerd"
+FINGER = "/usr/bin/finger"
+
+
+@dataclass(frozen=True)
+class FingerDaemon:
+    """
+    C{in.fingerd} on 127.0.0.1:C{port}, one process per connection.
+
+    @ivar log: socat's log, one C{accepting connection} line per connection.
+    """
+
+    port: int
+    log: Path
+
+    def accepted(self) -> int:
+        """How many connections socat has accepted so far."""
+        return self.log.read_text(errors="replace").count("accepting connection from")
+
+
+@contextlib.contextmanager
+def running_fingerd() -> Iterator[FingerDaemon]:
+    """
+    Debian's C{in.fingerd} on a free loopback port, as inetd would run it:
+    socat accepts and runs one daemon per connection with the accepted
+    socket itself as its standard input, output and error (C{nofork},
+    C{stderr}; the daemon asks the socket for its peer).  Its defaults
+    refuse forwarding (C{user@host}) and look no name up, so it sends
+    nothing anywhere; as root it drops to C{nobody} by itself.
+    """
+    socat = shutil.which("socat")
+    for needed, package in ((IN_FINGERD, "fingerd"), (FINGER, "finger")):
+        if not os.access(needed, os.X_OK):
+            _missing_peer(f"{needed} is not installed (Debian package {package})")
+    if socat is None:
+        _missing_peer("socat is not installed")
+    assert socat is not None
+    with tempfile.TemporaryDirectory(prefix="gophergem-fingerd-") as base:
+        log = Path(base) / "log"
+        port = unused_loopback_port()
+        argv = [
+            socat,
+            "-d",
+            "-d",  # notices: one "accepting connection from" line per connection
+            f"TCP-LISTEN:{port},bind={LOOPBACK},reuseaddr,fork",
+            f"EXEC:{IN_FINGERD},nofork,stderr",
+        ]
+        proc = start_peer(argv, [port], log)
+        try:
+            yield FingerDaemon(port, log)
+        finally:
+            _stop_process_group(proc)
