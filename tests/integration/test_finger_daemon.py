@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import pytest_twisted
+from twisted.internet.defer import Deferred
 
 from gophergem.config import Config
 from gophergem.fetcher import Fetcher
@@ -94,6 +95,26 @@ async def test_unknown_user(fingerd: FingerDaemon) -> None:
     """A name no system has: the finger program's one-line message, as text."""
     text = await _text(f"finger://{LOOPBACK}:{fingerd.port}/{UNKNOWN}")
     assert text == f"finger: {UNKNOWN}: no such user.\n"
+
+
+@pytest_twisted.ensureDeferred
+async def test_follow_a_plan(fingerd: FingerDaemon) -> None:
+    """
+    Followed as a plan, the daemon's account description is left out: the
+    C{nobody} account says C{No Plan.}, an empty plan, and reading it again
+    finds nothing new.
+    """
+    from gophergem.feeds.follow import Follower
+    from gophergem.feeds.parse import NO_PLAN
+    from gophergem.state.memory import MemoryFeedStore
+
+    follower = Follower(_fetcher(), MemoryFeedStore())
+    subscription, _ = await follower.subscribe(f"finger://nobody@{LOOPBACK}:{fingerd.port}")
+    assert (subscription.feed_type, subscription.title) == ("plan", f"nobody@{LOOPBACK}")
+    updates = await follower.updates()
+    assert (updates.entries, updates.errors, updates.checked) == ((), (), 1)
+    _, feed = await Deferred.fromCoroutine(follower.read(subscription.url))
+    assert [entry.title for entry in feed.entries] == [NO_PLAN]
 
 
 @pytest.mark.parametrize(
