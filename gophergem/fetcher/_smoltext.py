@@ -8,6 +8,8 @@ the size and type of a binary.  L{cut} makes the window at an offset, in
 the result kind the caller asks for: gemtext as a Gemini page is cut
 (whole lines whose parsed form fits, else part of one line), any other
 text by characters, a binary described and never returned.
+L{SmolFetcher.read_until_close} is how Finger and Nex obtain a download:
+the cache, else one paced exchange with a server that answers and closes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import re
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import attrs
@@ -24,16 +26,19 @@ from twisted.internet.interfaces import IReactorTime
 
 from gophergem._plural import counted
 from gophergem.client.connect import Connector
+from gophergem.client.gopher import GopherClientProtocol, RawResponse
 from gophergem.config import SmolwebConfig
-from gophergem.errors import InvalidRequest
+from gophergem.errors import ConnectionFailed, InvalidRequest
 from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
     WINDOW_WEIGHT,
+    Deadline,
     Offload,
     Steps,
     WindowMemo,
     check_end,
     held_by,
+    keep_partial,
     parse_off_reactor,
     run_inline,
     window_for,
@@ -50,9 +55,11 @@ from gophergem.results import (
     SuccessResult,
     TextResult,
 )
+from gophergem.wire.finger import FingerURL
 from gophergem.wire.gemini import MimeType
 from gophergem.wire.gemtext import GemtextDocument, LinkBase, feed_entry, gemtext_lines, window_text
-from gophergem.wire.text import decode_body, sanitise
+from gophergem.wire.nex import NexURL
+from gophergem.wire.text import decode_body, is_plain_ascii, sanitise
 
 __all__ = [
     "Form",
@@ -141,6 +148,59 @@ class SmolFetcher:
     connector: Connector
     steps: Steps[SmolwebConfig]
     offload: Offload = attrs.field(default=run_inline, kw_only=True)
+
+    async def read_until_close(
+        self,
+        url: FingerURL | NexURL,
+        protocol: Callable[[int, Callable[[], bool] | None], GopherClientProtocol],
+        refresh: bool,
+        deadline: Deadline,
+        *,
+        form: Form,
+        mime: MimeType,
+        nothing: str | None = None,
+    ) -> tuple[SmolDownload, bool]:
+        """
+        The answer of a server that sends it and closes (Finger, Nex): the
+        cached download of C{url}, else one paced exchange with its host,
+        decoded as C{form} and kept; with whether it came from the cache.
+
+        @param protocol: Makes the client protocol, given the byte limit
+            and what a read cut short asks (L{keep_partial}).
+        @param nothing: When given, an answer of no bytes at all is a
+            temporary C{CONNECTION_FAILED} with this message.
+        """
+        steps = self.steps
+        key = url.to_text()
+        cache = steps.cache_for()
+        hit = await cached(steps, cache, key, refresh)
+        if hit is not None:
+            return hit, True
+        started = self.clock.seconds()
+
+        async def exchange() -> RawResponse:
+            client = protocol(steps.config.max_response_size, keep_partial(deadline))
+            await self.connector.connect(url, client)
+            raw: RawResponse = await client.finished
+            return raw
+
+        raw = await steps.exchange(url.host, exchange, paced=True)
+        if nothing is not None and not raw.data:
+            raise ConnectionFailed(message=nothing, temporary=True)
+        download = await keep(
+            steps,
+            self.offload,
+            cache,
+            key,
+            raw.data,
+            form=form,
+            mime=mime,
+            overflowed=raw.overflowed,
+            incomplete_reason=raw.incomplete_reason,
+            fetched_at=started,
+            plain=form != "binary" and is_plain_ascii(raw.data),
+        )
+        return download, False
 
 
 def decode(

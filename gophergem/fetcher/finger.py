@@ -14,24 +14,21 @@ refused as C{INVALID_REQUEST} when the URL is read.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
+from typing import Any
+
 import attrs
 from twisted.internet.defer import CancelledError
 
 from gophergem._time import format_utc
-from gophergem.client.finger import FingerClientProtocol, RawResponse
+from gophergem.client.finger import FingerClientProtocol
 from gophergem.errors import InvalidRequest
-from gophergem.fetcher._pipeline import (
-    Deadline,
-    check_offset,
-    failure_of,
-    keep_partial,
-)
-from gophergem.fetcher._smoltext import SmolDownload, SmolFetcher, SmolWindow, cached, keep, render
+from gophergem.fetcher._pipeline import Deadline, check_offset, failure_of
+from gophergem.fetcher._smoltext import SmolDownload, SmolFetcher, SmolWindow, render
 from gophergem.results import FetchFailure, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.finger import FingerURL
 from gophergem.wire.gemini import parse_mime
-from gophergem.wire.text import is_plain_ascii
 
 __all__ = ["FingerPipeline"]
 
@@ -70,39 +67,13 @@ class FingerPipeline(SmolFetcher):
         except Exception as error:
             return failure_of(info, error)
 
-    async def _obtain(
+    def _obtain(
         self, url: FingerURL, refresh: bool, deadline: Deadline
-    ) -> tuple[SmolDownload, bool]:
-        steps = self.steps
-        key = url.to_text()
-        cache = steps.cache_for()
-        hit = await cached(steps, cache, key, refresh)
-        if hit is not None:
-            return hit, True
-        started = self.clock.seconds()
-        limit = steps.config.max_response_size
-        raw = await steps.exchange(
-            url.host, lambda: self._exchange(url, limit, deadline), paced=True
-        )
-        download = await keep(
-            steps,
-            self.offload,
-            cache,
-            key,
-            raw.data,
-            form="text",
-            mime=_PLAIN,
-            overflowed=raw.overflowed,
-            incomplete_reason=raw.incomplete_reason,
-            fetched_at=started,
-            plain=is_plain_ascii(raw.data),
-        )
-        return download, False
+    ) -> Coroutine[Any, Any, tuple[SmolDownload, bool]]:
+        def protocol(limit: int, keep: Callable[[], bool] | None) -> FingerClientProtocol:
+            return FingerClientProtocol(url, limit, keep_partial=keep)
 
-    async def _exchange(self, url: FingerURL, limit: int, deadline: Deadline) -> RawResponse:
-        protocol = FingerClientProtocol(url, limit, keep_partial=keep_partial(deadline))
-        await self.connector.connect(url, protocol)
-        return await protocol.finished
+        return self.read_until_close(url, protocol, refresh, deadline, form="text", mime=_PLAIN)
 
 
 class _NoLinks:

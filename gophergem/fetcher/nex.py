@@ -14,32 +14,27 @@ result, anything else a binary, described and never returned.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
+from typing import Any
+
 import attrs
 from twisted.internet.defer import CancelledError
 
 from gophergem._time import format_utc
-from gophergem.client.nex import NexClientProtocol, RawResponse
-from gophergem.errors import ConnectionFailed, InvalidRequest
-from gophergem.fetcher._pipeline import (
-    Deadline,
-    check_offset,
-    failure_of,
-    keep_partial,
-)
+from gophergem.client.nex import NexClientProtocol
+from gophergem.errors import InvalidRequest
+from gophergem.fetcher._pipeline import Deadline, check_offset, failure_of
 from gophergem.fetcher._smoltext import (
     Form,
     SmolDownload,
     SmolFetcher,
     SmolWindow,
-    cached,
-    keep,
     render,
 )
 from gophergem.results import FetchFailure, GeminiRequestInfo, RequestInfo
 from gophergem.url import safe_echo
 from gophergem.wire.gemini import parse_mime
 from gophergem.wire.nex import NexKind, NexURL, mime_type_of
-from gophergem.wire.text import is_plain_ascii
 
 __all__ = ["NexPipeline"]
 
@@ -93,44 +88,22 @@ class NexPipeline(SmolFetcher):
         except Exception as error:
             return failure_of(info, error)
 
-    async def _obtain(
+    def _obtain(
         self, url: NexURL, form: Form, refresh: bool, deadline: Deadline
-    ) -> tuple[SmolDownload, bool]:
-        steps = self.steps
-        key = url.to_text()
-        cache = steps.cache_for()
-        hit = await cached(steps, cache, key, refresh)
-        if hit is not None:
-            return hit, True
-        started = self.clock.seconds()
-        limit = steps.config.max_response_size
-        raw = await steps.exchange(
-            url.host, lambda: self._exchange(url, limit, deadline), paced=True
-        )
-        if not raw.data and url.kind is NexKind.DIRECTORY:
+    ) -> Coroutine[Any, Any, tuple[SmolDownload, bool]]:
+        def protocol(limit: int, keep: Callable[[], bool] | None) -> NexClientProtocol:
+            return NexClientProtocol(url, limit, keep_partial=keep)
+
+        return self.read_until_close(
+            url,
+            protocol,
+            refresh,
+            deadline,
+            form=form,
+            mime=parse_mime(mime_type_of(url.path)),
             # A listing has at least a line; nothing at all is a failure,
             # never an empty directory.  (An empty file is an empty text.)
-            raise ConnectionFailed(
-                message="The server closed the connection without sending a listing.",
-                temporary=True,
-            )
-        mime = parse_mime(mime_type_of(url.path))
-        download = await keep(
-            steps,
-            self.offload,
-            cache,
-            key,
-            raw.data,
-            form=form,
-            mime=mime,
-            overflowed=raw.overflowed,
-            incomplete_reason=raw.incomplete_reason,
-            fetched_at=started,
-            plain=form != "binary" and is_plain_ascii(raw.data),
+            nothing="The server closed the connection without sending a listing."
+            if url.kind is NexKind.DIRECTORY
+            else None,
         )
-        return download, False
-
-    async def _exchange(self, url: NexURL, limit: int, deadline: Deadline) -> RawResponse:
-        protocol = NexClientProtocol(url, limit, keep_partial=keep_partial(deadline))
-        await self.connector.connect(url, protocol)
-        return await protocol.finished
