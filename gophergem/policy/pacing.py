@@ -18,6 +18,12 @@ gophergem polite, each on the injected clock:
     no per-host limit).
   - L{SlowDownBoard}: a host that answered 44 is left alone for as long as it
     asked, or, when it did not say, for a doubling wait.
+
+Pacing and the per-host limit are per host across every scheme: the pacers
+and limits of one policy backend share one L{PerHost} (its L{PacingLanes}
+and L{ConnectionSlots}), so a machine serving Gopher, Gemini and Spartan is
+paced once and its connections are counted together, each scheme with its
+own interval and limit.
 """
 
 from __future__ import annotations
