@@ -58,8 +58,9 @@ def policy_text(config: Config) -> str:
         "Pacing and the per-host connection limit are per host across every scheme: a host "
         "serving Gopher, Gemini and Spartan is paced once and its connections are counted "
         "together. Each scheme's settings give its own interval (a start keeps the host's next "
-        "one, of any scheme, 60/REQUESTS_PER_MINUTE seconds away) and its own limit (it opens "
-        "a connection while the host has fewer open than its MAX_CONNECTIONS_PER_HOST).",
+        "one, of any scheme, 60/REQUESTS_PER_MINUTE seconds away) and its own limit (in turn, "
+        "it opens a connection while the host has fewer open, every scheme counted, than its "
+        "MAX_CONNECTIONS_PER_HOST).",
     ]
     for section, title in (
         ("gopher", "Gopher"),
