@@ -379,7 +379,12 @@ _COMMON: tuple[tuple[str, Callable[[str], Any], str], ...] = (
         _int_range(100, 10_000_000),
         "Characters per result window, counted as the payload's JSON (items, lines, escapes).",
     ),
-    ("requests_per_minute", _int_range(0, 6000), "Requests per minute to one host; 0 = no pacing."),
+    (
+        "requests_per_minute",
+        _int_range(0, 6000),
+        "Requests per minute to one host: each start keeps the host's next one, of any scheme, "
+        "60/N seconds away; 0 = no pacing.",
+    ),
     (
         "max_concurrent_requests",
         _int_range(0, 1000),
@@ -388,7 +393,8 @@ _COMMON: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     (
         "max_connections_per_host",
         _int_range(1, 64),
-        "Connections open at once to one host, robots.txt probes included (always on).",
+        "Connections open at once to one host, counting every scheme's and robots.txt probes "
+        "(always on).",
     ),
     ("respect_robots_txt", _bool, "Honour the host's robots.txt."),
     ("robots_honor_ai_tokens", _bool, "Also honour robots.txt rules naming AI crawlers."),
@@ -691,9 +697,11 @@ class GeminiConfig(_ProtocolConfig):
 class SmolwebConfig(_ProtocolConfig):
     """
     Settings for Finger, Nex and Spartan fetches (C{SMOLWEB_*}), one group
-    for the three: they share one pacer, one concurrency cap and one limit
-    on connections per host.  robots.txt is read over Spartan only (Finger
-    and Nex have no such convention).
+    for the three: they share one concurrency cap.  Pacing and the limit on
+    connections per host are per host across every scheme (Gopher and
+    Gemini too), each scheme with its own group's interval and limit.
+    robots.txt is read over Spartan only (Finger and Nex have no such
+    convention).
     """
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "IConcurrencyCap",
     "IFeedStore",
     "IFetcher",
+    "IHostConnectionLimit",
     "IHostPacer",
     "IIdentityStore",
     "IPinStore",
@@ -98,6 +99,27 @@ class IHostPacer(Interface):
         """
 
 
+class IHostConnectionLimit(Interface):
+    """
+    Bounds how many operations are open at once to one host
+    (C{*_MAX_CONNECTIONS_PER_HOST}), always in this process: it counts this
+    process's sockets.
+    """
+
+    def open(host: str) -> int:
+        """How many operations hold a place for C{host} now."""
+
+    def queued(host: str) -> int:
+        """How many operations wait for a place for C{host}."""
+
+    def run(host: str, f: Callable[[], Deferred[Any]]) -> Deferred[Any]:
+        """
+        Call C{f()} once C{host} has a free place, holding the place until
+        its Deferred ends.  Cancelling while it waits gives the place up
+        without calling C{f}.
+        """
+
+
 class IConcurrencyCap(Interface):
     """Bounds how many operations run at once (C{*_MAX_CONCURRENT_REQUESTS})."""
 
@@ -130,11 +152,28 @@ class IPolicyBackend(Interface):
     Where the politeness state of the pipelines lives: in this process
     (L{gophergem.policy.local.LocalPolicy}) or shared by every replica.
     A pipeline calls each factory once, when it is built; C{scheme} is
-    C{"gopher"} or C{"gemini"}.
+    C{"gopher"}, C{"gemini"} or C{"smolweb"} (Finger, Nex and Spartan).
+
+    Pacing and the per-host connection limit are per host across every
+    scheme: the pacers and limits one backend hands out share one table per
+    host, each applying its own scheme's interval and limit.
     """
 
     def pacer(scheme: str, clock: IReactorTime, requests_per_minute: int) -> IHostPacer:
-        """The per-host pacer of C{scheme} (0 requests per minute: no pacing)."""
+        """
+        The per-host pacer of C{scheme} (0 requests per minute: no pacing).
+        Every pacer of one backend paces a host together: a start keeps the
+        host's next start, whatever its scheme, C{60 / requests_per_minute}
+        seconds away.
+        """
+
+    def connection_limit(scheme: str, limit: int) -> IHostConnectionLimit:
+        """
+        The per-host connection limit of C{scheme}: C{limit} operations open
+        at once to one host, counting those of every scheme this backend
+        serves together.  Always in this process, whatever the backend: it
+        counts this process's sockets.
+        """
 
     def cap(scheme: str, limit: int) -> IConcurrencyCap:
         """The concurrency cap of C{scheme} (0: no cap)."""

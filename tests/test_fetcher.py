@@ -1,7 +1,8 @@
 """
 Tests for L{gophergem.fetcher}: the thin L{Fetcher} façade, its named
-constructor, batches, and the per-host connection limit every fetch goes
-through (on an in-memory network: no sockets, no real time).
+constructor, batches, the per-host connection limit every fetch goes
+through, and the pace and connection count each host shares across every
+scheme (on an in-memory network: no sockets, no real time).
 """
 
 from __future__ import annotations
@@ -16,19 +17,23 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactorClock
 from zope.interface.verify import verifyObject
 
-from gophergem.config import Config
+from gophergem.client.connect import Connector
+from gophergem.config import Config, GopherConfig, SmolwebConfig
 from gophergem.errors import InvalidRequest
 from gophergem.fetcher import MAX_BATCH, Fetcher
 from gophergem.fetcher.gemini import GeminiPipeline
 from gophergem.fetcher.gopher import GopherPipeline
+from gophergem.fetcher.smolweb import SmolwebPipeline
 from gophergem.interfaces import IFetcher
 from gophergem.policy.local import LocalPolicy
+from gophergem.policy.targets import AddressPolicy
 from gophergem.state.files import FileIdentityStore, FilePinStore
 from gophergem.state.memory import MemoryIdentityStore, MemoryPinStore
 from gophergem.testing import (
     FakeGeminiServer,
     FakeGopherServer,
     FakeResolver,
+    FakeSmolServer,
     MemoryNetwork,
 )
 from tests.helpers.fetcher import HOST_IP, MENU
@@ -401,3 +406,186 @@ def test_with_identities_presents_only_the_principals_own() -> None:
     net.run(bob.gemini("gemini://localhost/"))
     presented, absent = server.client_certificates
     assert presented is not None and absent is None
+
+
+# --- one host, every scheme: one pace and one connection count ----------------------
+
+SHARED_IP = "192.0.2.20"
+OTHER_IP = "192.0.2.30"
+
+
+@pytest.fixture
+def one_host() -> MemoryNetwork:
+    """A machine serving Gopher, Gemini and Spartan as localhost, and another serving Spartan."""
+    network = MemoryNetwork()
+    network.resolver.add("localhost", SHARED_IP)
+    network.resolver.add("other.example", OTHER_IP)
+    network.listen(SHARED_IP, 70, FakeGopherServer({b"": MENU}))
+    network.listen_gemini(SHARED_IP, 1965, FakeGeminiServer({"/": b"20 text/gemini\r\n# hi\n"}))
+    for address, host in ((SHARED_IP, b"localhost"), (OTHER_IP, b"other.example")):
+        network.listen(
+            address,
+            300,
+            FakeSmolServer({host + b" / 0": b"2 text/gemini\r\n# hi\n"}, spartan=True),
+        )
+    return network
+
+
+def paced(net: MemoryNetwork, gopher: int = 60, gemini: int = 60, smolweb: int = 60) -> Fetcher:
+    """A fetcher pacing each scheme at the rates given, caching nothing."""
+    return net.fetcher(
+        requests_per_minute=gopher,
+        cache_enabled=False,
+        gemini={"requests_per_minute": gemini, "cache_enabled": False},
+        smolweb={"requests_per_minute": smolweb, "cache_enabled": False},
+    )
+
+
+FETCHES: dict[str, Callable[[Fetcher, str], Deferred[Any]]] = {
+    "gopher": lambda fetcher, host: fetcher.gopher(f"gopher://{host}/"),
+    "gemini": lambda fetcher, host: fetcher.gemini(f"gemini://{host}/"),
+    "spartan": lambda fetcher, host: fetcher.smolweb(f"spartan://{host}/"),
+}
+
+
+def dialled(net: MemoryNetwork, port: int) -> int:
+    """How many connections were tried to C{port}."""
+    return sum(1 for _, p in net.attempts if p == port)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("gopher", "gemini"), ("gemini", "spartan"), ("spartan", "gopher"), ("gemini", "gopher")],
+)
+def test_schemes_wait_for_each_others_pace(
+    one_host: MemoryNetwork, first: str, second: str
+) -> None:
+    """
+    Through one fetcher, a fetch of one scheme to a host waits out the pace
+    of a fetch of another scheme to the same host.
+    """
+    fetcher = paced(one_host)
+    assert type(one_host.run(FETCHES[first](fetcher, "localhost"))).__name__ != "FetchFailure"
+    waiting = FETCHES[second](fetcher, "localhost")
+    one_host.flush()
+    one_host.reactor.advance(0.999)
+    one_host.flush()
+    assert not waiting.called
+    one_host.reactor.advance(0.001)
+    assert type(one_host.run(waiting)).__name__ != "FetchFailure"
+
+
+def test_other_hosts_keep_their_own_pace(one_host: MemoryNetwork) -> None:
+    """A Gopher fetch of one host does not delay a Spartan fetch of another."""
+    fetcher = paced(one_host)
+    began = one_host.reactor.seconds()
+    one_host.run(fetcher.gopher("gopher://localhost/"))
+    spartan = one_host.run(fetcher.smolweb("spartan://other.example/"))
+    assert type(spartan).__name__ == "GemtextResult"
+    assert one_host.reactor.seconds() == began
+
+
+def test_each_start_keeps_its_own_schemes_interval(one_host: MemoryNetwork) -> None:
+    """
+    Gopher at 6 a minute and Gemini at 60 on one host: the Gemini fetch waits
+    ten seconds after the Gopher one, the next Gopher fetch one second after
+    the Gemini one.
+    """
+    fetcher = paced(one_host, gopher=6, gemini=60)
+    began = one_host.reactor.seconds()
+    started: list[float] = []
+    pending = [
+        FETCHES[scheme](fetcher, "localhost").addCallback(
+            lambda r: (started.append(one_host.reactor.seconds() - began), r)[1]
+        )
+        for scheme in ("gopher", "gemini", "gopher")
+    ]
+    for _ in range(40):
+        one_host.flush()
+        one_host.reactor.advance(0.5)
+    assert all(d.called for d in pending)
+    assert started == [0.0, 10.0, 11.0]
+
+
+def test_a_deadline_gives_the_turn_to_another_scheme(one_host: MemoryNetwork) -> None:
+    """
+    A Gemini fetch whose deadline passes while it waits for its turn gives
+    the turn up: the Gopher fetch queued behind it starts one interval
+    after the first, not two.
+    """
+    fetcher = one_host.fetcher(
+        requests_per_minute=60,
+        cache_enabled=False,
+        gemini={"requests_per_minute": 60, "timeout_seconds": 0.5, "cache_enabled": False},
+    )
+    one_host.run(fetcher.gopher("gopher://localhost/"))
+    gemini = fetcher.gemini("gemini://localhost/")
+    one_host.flush()
+    gopher = fetcher.gopher("gopher://localhost/")
+    one_host.flush()
+    one_host.reactor.advance(0.5)
+    assert one_host.run(gemini).error.code == "TIMEOUT"
+    assert dialled(one_host, 1965) == 0 and not gopher.called
+    one_host.reactor.advance(0.5)
+    assert type(one_host.run(gopher)).__name__ == "MenuResult"
+
+
+def test_the_connection_limit_counts_every_scheme(one_host: MemoryNetwork) -> None:
+    """
+    Two Gopher connections held open to a host fill a Gemini limit of 2 to
+    it (Gemini waits, nothing dialled), but not a Spartan limit of 3.
+    """
+    server = one_host.listen(SHARED_IP, 70, GatedServer(gopher_answer))
+    fetcher = one_host.fetcher(
+        max_connections_per_host=2,
+        cache_enabled=False,
+        gemini={"max_connections_per_host": 2, "cache_enabled": False},
+        smolweb={"max_connections_per_host": 3, "cache_enabled": False},
+    )
+    held = [fetcher.gopher(f"gopher://localhost/0/about.txt?{n}") for n in range(2)]
+    one_host.flush()
+    assert len(server.held) == 2
+    assert type(one_host.run(fetcher.smolweb("spartan://localhost/"))).__name__ == "GemtextResult"
+    gemini = fetcher.gemini("gemini://localhost/")
+    one_host.flush()
+    assert dialled(one_host, 1965) == 0 and not gemini.called
+    server.release()
+    assert type(one_host.run(gemini)).__name__ == "GemtextResult"
+    assert all(type(one_host.run(d)).__name__ == "TextResult" for d in held)
+
+
+def test_a_probe_waits_for_a_place_another_scheme_holds(one_host: MemoryNetwork) -> None:
+    """
+    With one place per host, a Gemini robots.txt probe waits for the place
+    a Gopher fetch holds, then runs, then the Gemini fetch: no deadlock.
+    """
+    server = one_host.listen(SHARED_IP, 70, GatedServer(gopher_answer))
+    fetcher = one_host.fetcher(
+        max_connections_per_host=1,
+        cache_enabled=False,
+        gemini={"max_connections_per_host": 1, "respect_robots_txt": True},
+    )
+    held = fetcher.gopher("gopher://localhost/0/about.txt")
+    one_host.flush()
+    gemini = fetcher.gemini("gemini://localhost/")
+    one_host.flush()
+    assert dialled(one_host, 1965) == 0
+    server.release()
+    assert type(one_host.run(gemini)).__name__ == "GemtextResult"
+    assert dialled(one_host, 1965) == 2  # the probe, then the page
+    assert type(one_host.run(held)).__name__ == "TextResult"
+
+
+def test_pipelines_without_a_shared_policy_pace_alone(one_host: MemoryNetwork) -> None:
+    """Pipelines built without a policy each make their own: they do not wait for each other."""
+    connector = Connector(one_host.reactor, one_host.resolver, AddressPolicy(allow_local=True), 30)
+    gopher = GopherPipeline(
+        one_host.reactor, connector, GopherConfig(allow_local_hosts=True, respect_robots_txt=False)
+    )
+    smolweb = SmolwebPipeline(
+        one_host.reactor, connector, SmolwebConfig(allow_local_hosts=True, respect_robots_txt=False)
+    )
+    began = one_host.reactor.seconds()
+    assert type(one_host.run(gopher.fetch("gopher://localhost/"))).__name__ == "MenuResult"
+    assert type(one_host.run(smolweb.fetch("spartan://localhost/"))).__name__ == "GemtextResult"
+    assert one_host.reactor.seconds() == began

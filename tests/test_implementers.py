@@ -43,7 +43,12 @@ from gophergem.http.secret_page import SecretPages
 from gophergem.mcp.stdio import StdioMCPProtocol
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
-from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
+from gophergem.policy.pacing import (
+    ConcurrencyCap,
+    HostConnectionLimit,
+    HostPacer,
+    SlowDownBoard,
+)
 from gophergem.policy.targets import AddressPolicy
 from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
 from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
@@ -122,6 +127,7 @@ IMPLEMENTERS: dict[type, Callable[[Path], object]] = {
     ResponseCache: lambda tmp: ResponseCache(Clock()),
     LocalPolicy: lambda tmp: LocalPolicy(),
     HostPacer: lambda tmp: HostPacer(Clock(), 60),
+    HostConnectionLimit: lambda tmp: HostConnectionLimit(4),
     ConcurrencyCap: lambda tmp: ConcurrencyCap(4),
     SlowDownBoard: lambda tmp: SlowDownBoard(Clock()),
     AddressPolicy: lambda tmp: AddressPolicy(),

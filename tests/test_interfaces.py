@@ -30,6 +30,7 @@ from gophergem.interfaces import (
     IConcurrencyCap,
     IFeedStore,
     IFetcher,
+    IHostConnectionLimit,
     IHostPacer,
     IIdentityStore,
     IPinStore,
@@ -42,7 +43,12 @@ from gophergem.interfaces import (
 )
 from gophergem.policy.cache import ResponseCache
 from gophergem.policy.local import LocalPolicy
-from gophergem.policy.pacing import ConcurrencyCap, HostPacer, SlowDownBoard
+from gophergem.policy.pacing import (
+    ConcurrencyCap,
+    HostConnectionLimit,
+    HostPacer,
+    SlowDownBoard,
+)
 from gophergem.policy.targets import AddressPolicy
 from gophergem.state.files import FileFeedStore, FileIdentityStore, FilePinStore, FileState
 from gophergem.state.memory import MemoryFeedStore, MemoryIdentityStore, MemoryPinStore
@@ -66,6 +72,12 @@ PROVIDERS: list[tuple[type[Interface], str, Callable[[Path], object]]] = [
     (IFeedStore, "MemoryFeedStore", lambda tmp: MemoryFeedStore()),
     (IFeedStore, "FileFeedStore", lambda tmp: FileFeedStore(tmp / "feeds.json")),
     (IHostPacer, "HostPacer", lambda tmp: HostPacer(Clock(), 60)),
+    (IHostConnectionLimit, "HostConnectionLimit", lambda tmp: HostConnectionLimit(4)),
+    (
+        IHostConnectionLimit,
+        "LocalPolicy.connection_limit",
+        lambda tmp: LocalPolicy().connection_limit("gopher", 4),
+    ),
     (IConcurrencyCap, "ConcurrencyCap", lambda tmp: ConcurrencyCap(4)),
     (ISlowDownBoard, "SlowDownBoard", lambda tmp: SlowDownBoard(Clock())),
     (IPolicyBackend, "LocalPolicy", lambda tmp: LocalPolicy()),

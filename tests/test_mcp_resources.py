@@ -55,6 +55,21 @@ def test_policy_says_finger_and_nex_have_no_robots_txt() -> None:
     assert "SMOLWEB_ALLOWED_HOSTS = any (unset)" in section
 
 
+def test_policy_says_pacing_and_the_connection_limit_are_per_host_across_schemes() -> None:
+    """
+    The policy says a host is paced, and its connections counted, once
+    across every scheme, each scheme's settings giving its own interval and
+    limit; the small web's section no longer claims a pacer of its own.
+    """
+    text = policy_text(Config())
+    preamble = text[: text.index("Gopher:")]
+    assert "Pacing and the per-host connection limit are per host across every scheme" in preamble
+    assert "60/REQUESTS_PER_MINUTE seconds" in preamble
+    assert "MAX_CONNECTIONS_PER_HOST" in preamble
+    assert "Finger, Nex and Spartan (one concurrency cap for the three):" in text
+    assert "one pacer" not in text
+
+
 def test_policy_defaults() -> None:
     """Unset allowlists read as unrestricted; numbers and flags as configured."""
     values = lines_of(policy_text(Config()))

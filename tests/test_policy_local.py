@@ -1,6 +1,8 @@
 """
 Tests for L{gophergem.policy.local}: L{LocalPolicy} hands out this
-process's pacer, cap, 44 board and cache, and passes robots.txt probes on.
+process's pacer, connection limit, cap, 44 board and cache (the pacers and
+limits of every scheme sharing one table per host), and passes robots.txt
+probes on.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from zope.interface.verify import verifyObject
 
 from gophergem.interfaces import (
     IConcurrencyCap,
+    IHostConnectionLimit,
     IHostPacer,
     IPolicyBackend,
     IResponseCache,
@@ -74,3 +77,46 @@ def test_every_turn_is_ours() -> None:
     granted: list[object] = []
     LocalPolicy().claim("feeds-check", 60).addCallback(granted.append)
     assert granted == [True]
+
+
+def test_every_schemes_pacer_shares_one_pace_per_host() -> None:
+    """
+    The pacers one policy hands out pace a host together, each with its own
+    interval; different hosts, and another policy's pacers, do not wait.
+    """
+    policy, clock = LocalPolicy(), Clock()
+    gopher, gemini = policy.pacer("gopher", clock, 6), policy.pacer("gemini", clock, 60)
+    assert gopher.turn("h.example").called
+    second = gemini.turn("h.example")
+    assert not second.called and gemini.turn("other.example").called
+    assert LocalPolicy().pacer("gemini", clock, 60).turn("h.example").called
+    clock.advance(10)
+    assert second.called
+    assert not policy.pacer("smolweb", clock, 60).turn("h.example").called
+
+
+def test_pacers_on_another_clock_pace_apart() -> None:
+    """Lanes are kept per clock: a pacer on another clock is timed by that clock alone."""
+    policy = LocalPolicy()
+    assert policy.pacer("gopher", Clock(), 60).turn("h").called
+    assert policy.pacer("gemini", Clock(), 60).turn("h").called
+
+
+def test_every_schemes_limit_counts_one_host_together() -> None:
+    """The connection limits one policy hands out share one count per host."""
+    policy = LocalPolicy()
+    gopher, gemini = policy.connection_limit("gopher", 4), policy.connection_limit("gemini", 1)
+    assert verifyObject(IHostConnectionLimit, gemini)
+    held: Deferred[None] = Deferred()
+    gopher.run("h.example", lambda: held)
+    waiting = gemini.run("h.example", lambda: succeed("ran"))
+    assert not waiting.called and gemini.open("h.example") == 1
+    assert LocalPolicy().connection_limit("gemini", 1).run("h.example", lambda: succeed(1)).called
+    held.callback(None)
+    assert waiting.called and gopher.open("h.example") == 0
+
+
+def test_policies_are_equal_only_to_themselves() -> None:
+    """A policy holds its hosts' state: two of them are two policies."""
+    policy = LocalPolicy()
+    assert policy == policy and policy != LocalPolicy()

@@ -1,6 +1,7 @@
 """
-Tests for L{gophergem.state.redis}: the shared pacer, cap, 44 board,
-response and robots.txt caches, and the codec of cached values.
+Tests for L{gophergem.state.redis}: the shared pacer (one lane per host for
+every scheme), cap, 44 board, response and robots.txt caches, the
+in-process connection limit, and the codec of cached values.
 
 The codec is pure and tested alone.  Everything else runs against a real
 C{redis-server} on loopback (L{tests.servers.redis}), usually as two
@@ -38,6 +39,7 @@ from gophergem.fetcher.gemini import GeminiDownload
 from gophergem.fetcher.gopher import GopherDownload
 from gophergem.interfaces import (
     IConcurrencyCap,
+    IHostConnectionLimit,
     IHostPacer,
     IPolicyBackend,
     IResponseCache,
@@ -45,6 +47,7 @@ from gophergem.interfaces import (
 )
 from gophergem.state.redis import Cacheable, NearCache, RedisPolicy, ValueCodec
 from gophergem.state.redis._codec import Unencodable, Unreadable
+from gophergem.state.redis._scripts import BOOK, UNBOOK
 from gophergem.wire import gemini as gemini_wire
 from gophergem.wire import gopher as gopher_wire
 from tests.helpers.web import loop_reactor, run
@@ -245,6 +248,7 @@ def test_interfaces(redis_url: str) -> None:  # noqa: F811
         policy = policies[0]
         assert verifyObject(IPolicyBackend, policy)
         assert verifyObject(IHostPacer, policy.pacer("gemini", reactor, 60))
+        assert verifyObject(IHostConnectionLimit, policy.connection_limit("gemini", 4))
         assert verifyObject(IConcurrencyCap, policy.cap("gemini", 4))
         assert verifyObject(ISlowDownBoard, policy.board("gemini", reactor))
         cache = policy.cache("gemini", reactor, 60, 100)
@@ -311,6 +315,107 @@ def test_a_cancelled_wait_gives_its_slot_back(redis_url: str) -> None:  # noqa: 
         asked = time.monotonic()
         await wait(policies[1].pacer("gemini", reactor, 30).turn("h"))
         assert time.monotonic() - asked < 3.0  # about 1.6 s; 3.6 s had it stayed spent
+
+    on_redis(redis_url, body)
+
+
+def test_schemes_and_replicas_share_one_pace(redis_url: str) -> None:  # noqa: F811
+    """
+    At 600 rpm for each scheme, eight starts to one host by Gopher on one
+    replica and Gemini on the other span at least 0.6 s: one lane per host.
+    """
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        pacers = [
+            policies[0].pacer("gopher", reactor, 600),
+            policies[1].pacer("gemini", reactor, 600),
+        ]
+        starts: list[float] = []
+        turns = [
+            pacers[i % 2]
+            .turn("Slow.Example")
+            .addCallback(lambda _: starts.append(time.monotonic()))
+            for i in range(8)
+        ]
+        for turn in turns:
+            await wait(turn)
+        rate = start_rate(starts)
+        assert rate.count == 8
+        assert rate.obeys(600, slack=0.1)  # two lanes would span about 0.3 s
+
+    on_redis(redis_url, body)
+
+
+def test_bookings_of_mixed_intervals(redis_url: str) -> None:  # noqa: F811
+    """
+    On one lane each booking is as long as its own interval asked, and
+    giving the last one back returns the lane to that booking's start.
+    """
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        client = policies[0].client
+        key = client.key("pace", "mixed.example")
+
+        async def book(interval_us: int) -> tuple[float, str]:
+            answer = await wait(client.run_script("book", BOOK, [key], [interval_us]))
+            return int(answer[0]) / 1_000_000, answer[1].decode("ascii")
+
+        began = time.monotonic()
+        assert (await book(2_000_000))[0] == 0  # a slow scheme starts at once
+        fast, _ = await book(100_000)  # a fast one waits the slow one's interval
+        slow, end = await book(2_000_000)  # then the fast one's own
+        ran = time.monotonic() - began
+        assert 2.0 - ran <= fast <= 2.0 and 2.1 - ran <= slow <= 2.1
+        assert await wait(client.run_script("unbook", UNBOOK, [key], [end, 2_000_000])) == 1
+        again, _ = await book(500_000)  # the slow slot given back: after the fast one
+        assert 2.1 - (time.monotonic() - began) <= again <= 2.1
+
+    on_redis(redis_url, body)
+
+
+def test_a_cancelled_wait_of_another_scheme_gives_its_slot_back(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """
+    A queued Gopher wait of ten seconds, cancelled, frees its whole slot:
+    a Spartan request on another replica starts one Gemini interval after
+    the Gemini start, not ten seconds later.
+    """
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        await wait(policies[0].pacer("gemini", reactor, 60).turn("h"))
+        began = time.monotonic()
+        queued = policies[0].pacer("gopher", reactor, 6).turn("h")
+        await wait(deferLater(reactor, 0.2, lambda: None))  # booked, now waiting
+        queued.cancel()
+        with pytest.raises(CancelledError):
+            await wait(queued)
+        await wait(deferLater(reactor, 0.2, lambda: None))  # the slot goes back
+        await wait(policies[1].pacer("smolweb", reactor, 60).turn("h"))
+        assert 0.7 < time.monotonic() - began < 5.0  # about 1 s; 11 s had the slot stayed spent
+
+    on_redis(redis_url, body)
+
+
+def test_connection_limit_is_per_process_and_shared_by_schemes(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """
+    The per-host connection limit counts this process's sockets: one
+    replica's schemes count a host together, the other replica apart.
+    """
+
+    async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        gopher = policies[0].connection_limit("gopher", 4)
+        gemini = policies[0].connection_limit("gemini", 1)
+        held: Deferred[None] = Deferred()
+        gopher.run("h.example", lambda: held)
+        waiting = gemini.run("h.example", lambda: succeed(None))
+        assert not waiting.called and gemini.open("h.example") == 1
+        other = policies[1].connection_limit("gemini", 1).run("h.example", lambda: succeed(2))
+        assert other.called
+        held.callback(None)
+        assert waiting.called and gopher.open("h.example") == 0
 
     on_redis(redis_url, body)
 

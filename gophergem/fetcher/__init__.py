@@ -118,6 +118,8 @@ class Fetcher:
         @param policy: Where pacing, the concurrency caps, the 44 board, the
             caches and the robots.txt probes live: this process
             (L{LocalPolicy}, the default) or a backend shared by replicas.
+            Every pipeline built here gets this one backend, so a host is
+            paced, and its connections counted, once across every scheme.
         """
         names = resolver if resolver is not None else reactor_resolver(reactor)
         gopher, gemini, smolweb = config.gopher, config.gemini, config.smolweb

@@ -34,9 +34,14 @@ from gophergem._defer import settle
 from gophergem._plural import counted
 from gophergem._time import format_utc
 from gophergem.errors import BlockedError, FetchError, FetchTimeout, GophergemError, InvalidRequest
-from gophergem.interfaces import IConcurrencyCap, IHostPacer, IPolicyBackend, IResponseCache
+from gophergem.interfaces import (
+    IConcurrencyCap,
+    IHostConnectionLimit,
+    IHostPacer,
+    IPolicyBackend,
+    IResponseCache,
+)
 from gophergem.policy.local import LocalPolicy
-from gophergem.policy.pacing import HostConnectionLimit
 from gophergem.policy.robots import RobotsFetch, RobotsGate
 from gophergem.results import (
     CacheInfo,
@@ -376,7 +381,7 @@ class Steps(Generic[C]):
     robots: RobotsGate | None
     _pacer: IHostPacer
     _cap: IConcurrencyCap
-    _hosts: HostConnectionLimit
+    _hosts: IHostConnectionLimit
 
     @classmethod
     def start(
@@ -391,13 +396,18 @@ class Steps(Generic[C]):
         policy: IPolicyBackend | None = None,
     ) -> Steps[C]:
         """
-        The steps for C{config}: its pacing and concurrency cap (from
-        C{policy}, this process's own by default), its per-host connection
-        limit (always this process's: it counts this process's sockets), and
-        (when it respects robots.txt) a gate made by C{gate} that reads
-        robots.txt through C{probe}, as C{policy} wraps it.
+        The steps for C{config}: its pacing, per-host connection limit and
+        concurrency cap (from C{policy}; the connection limit always counts
+        this process's sockets), and (when it respects robots.txt) a gate
+        made by C{gate} that reads robots.txt through C{probe}, as C{policy}
+        wraps it.
 
-        @param scheme: C{"gopher"} or C{"gemini"}, for C{policy}.
+        Pacing and the connection limit are per host across every scheme of
+        one C{policy}, with C{config}'s own interval and limit; steps built
+        without a policy get a fresh L{LocalPolicy}, and so pace and count
+        their hosts alone.
+
+        @param scheme: C{"gopher"}, C{"gemini"} or C{"smolweb"}, for C{policy}.
         """
         policy = LocalPolicy() if policy is None else policy
         robots = None
@@ -411,7 +421,7 @@ class Steps(Generic[C]):
             robots,
             policy.pacer(scheme, clock, config.requests_per_minute),
             policy.cap(scheme, config.max_concurrent_requests),
-            HostConnectionLimit(config.max_connections_per_host),
+            policy.connection_limit(scheme, config.max_connections_per_host),
         )
 
     def check_allowlists(self, host: str, port: int) -> None:
@@ -494,7 +504,11 @@ class Steps(Generic[C]):
         hold no place under the global cap and never delay other hosts.  The
         caller must not hold a place while it waits for a robots.txt verdict
         (the pipelines check robots.txt before they call this), or a probe
-        could wait for a place its own fetch holds.
+        could wait for a place its own fetch holds.  A host's places and
+        turns are counted with those of every other scheme of the same
+        policy; since no pipeline holds a place while it waits for a
+        verdict, a probe waiting for a place another scheme's fetch holds
+        gets it once that exchange ends.
         """
 
         async def turn() -> T:
@@ -505,7 +519,7 @@ class Steps(Generic[C]):
         def capped() -> Deferred[T]:
             return cast("Deferred[T]", self._cap.run(lambda: Deferred.fromCoroutine(turn())))
 
-        return self._hosts.run(host, capped)
+        return cast("Deferred[T]", self._hosts.run(host, capped))
 
     def probe_limit(self) -> int:
         """How many bytes of robots.txt are read."""

@@ -372,7 +372,10 @@ class GeminiPipeline:
     @ivar pins: The TOFU pin store (C{None} when TOFU is off).
     @ivar identities: The client identity store (C{None} when identities are off).
     @ivar offload: How a large body is decoded (see L{gophergem.fetcher.gopher}).
-    @ivar policy: Where the pacer, the concurrency cap and the 44 board come from.
+    @ivar policy: Where the pacer, the per-host connection limit, the
+        concurrency cap and the 44 board come from; the pipelines given one
+        policy pace and count each host together (by default a fresh one:
+        this pipeline's own).
 
     The steps, the trust object, the board and what is known of prompts are
     made once and passed on by C{attrs.evolve}: a pipeline evolved with

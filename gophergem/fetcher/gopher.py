@@ -129,7 +129,9 @@ class GopherPipeline:
     @ivar connector: The connect pinch point.
     @ivar config: Limits and switches for Gopher.
     @ivar cache: Where parsed responses are kept, if anywhere.
-    @ivar policy: Where the pacer and the concurrency cap come from.
+    @ivar policy: Where the pacer, the per-host connection limit and the
+        concurrency cap come from; the pipelines given one policy pace and
+        count each host together (by default a fresh one: this pipeline's own).
     @ivar offload: How a large response is parsed: on the reactor's thread
         pool in production (L{gophergem.fetcher._pipeline.offloader}),
         inline by default and on memory reactors.

@@ -74,8 +74,10 @@ class SmolwebPipeline:
     @ivar config: The C{SMOLWEB_*} settings.
     @ivar cache: Where decoded answers are kept, if anywhere.
     @ivar offload: How a large answer is decoded.
-    @ivar policy: Where the pacer, the concurrency cap and the shared
-        robots.txt probes come from (scheme C{"smolweb"}).
+    @ivar policy: Where the pacer, the per-host connection limit, the
+        concurrency cap and the shared robots.txt probes come from (scheme
+        C{"smolweb"}); the pipelines given one policy pace and count each
+        host together (by default a fresh one: this pipeline's own).
     """
 
     clock: IReactorTime

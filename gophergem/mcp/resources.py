@@ -55,11 +55,17 @@ def policy_text(config: Config) -> str:
         "Hosts or ports 'any (unset)' are not restricted; 0 turns a rate limit, the global cap "
         "on concurrent fetches or a cache TTL off. The limit on connections open at once to "
         "one host (robots.txt probes included) is always on.",
+        "Pacing and the per-host connection limit are per host across every scheme: a host "
+        "serving Gopher, Gemini and Spartan is paced once and its connections are counted "
+        "together. Each scheme's settings give its own interval (a start keeps the host's next "
+        "one, of any scheme, 60/REQUESTS_PER_MINUTE seconds away) and its own limit (in turn, "
+        "it opens a connection while the host has fewer open, every scheme counted, than its "
+        "MAX_CONNECTIONS_PER_HOST).",
     ]
     for section, title in (
         ("gopher", "Gopher"),
         ("gemini", "Gemini"),
-        ("smolweb", "Finger, Nex and Spartan (one pacer, cap and per-host limit for the three)"),
+        ("smolweb", "Finger, Nex and Spartan (one concurrency cap for the three)"),
         ("titan", "Titan uploads (addresses, timeouts and pacing as Gemini's)"),
     ):
         values = getattr(config, section)

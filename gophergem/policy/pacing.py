@@ -18,6 +18,12 @@ gophergem polite, each on the injected clock:
     no per-host limit).
   - L{SlowDownBoard}: a host that answered 44 is left alone for as long as it
     asked, or, when it did not say, for a doubling wait.
+
+Pacing and the per-host limit are per host across every scheme: the pacers
+and limits of one policy backend share one L{PerHost} (its L{PacingLanes}
+and L{ConnectionSlots}), so a machine serving Gopher, Gemini and Spartan is
+paced once and its connections are counted together, each scheme with its
+own interval and limit.
 """
 
 from __future__ import annotations
@@ -32,15 +38,23 @@ from twisted.internet.defer import Deferred, DeferredSemaphore, fail, maybeDefer
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 from zope.interface import implementer
 
-from gophergem.interfaces import IConcurrencyCap, IHostPacer, ISlowDownBoard
+from gophergem.interfaces import (
+    IConcurrencyCap,
+    IHostConnectionLimit,
+    IHostPacer,
+    ISlowDownBoard,
+)
 
 __all__ = [
     "FORGET_SLOW_DOWN_AFTER",
     "MAX_SLOW_DOWN_SECONDS",
     "MIN_SLOW_DOWN_SECONDS",
     "ConcurrencyCap",
+    "ConnectionSlots",
     "HostConnectionLimit",
     "HostPacer",
+    "PacingLanes",
+    "PerHost",
     "SlowDownBoard",
     "slow_down_seconds",
 ]
@@ -65,46 +79,41 @@ _PRUNE_ABOVE = 1024
 
 @attrs.define
 class _Lane:
-    """One host's queue: who is waiting, and when the next start may happen."""
+    """One host's queue: who is waiting (with its interval), and when the next start may happen."""
 
     next_start: float = 0.0
-    waiting: deque[Deferred[None]] = attrs.field(factory=deque)
+    waiting: deque[tuple[Deferred[None], float]] = attrs.field(factory=deque)
     timer: IDelayedCall | None = None
 
 
-@implementer(IHostPacer)
-@attrs.define
-class HostPacer:
+@attrs.define(eq=False)
+class PacingLanes:
     """
-    Space request starts to each host C{60 / requests_per_minute} seconds
-    apart.
+    Each host's queue of request starts, on one clock.
 
-    Requests to one host start in the order they asked; different hosts never
-    wait for each other.
+    Every L{HostPacer} given the same lanes paces a host once, whatever
+    scheme its requests use: a start at time C{t} by a pacer of interval
+    C{i} makes C{t + i} the host's next start for whichever pacer comes
+    next, and waiters of every pacer keep one order per host.  The key is
+    the host name, case folded (not the port: one machine).
 
     @ivar clock: Where time is read and timers are set.
-    @ivar requests_per_minute: Starts per minute per host; 0 switches pacing off.
     """
 
     clock: IReactorTime
-    requests_per_minute: float
     _lanes: dict[str, _Lane] = attrs.field(factory=dict, init=False)
 
-    @property
-    def interval(self) -> float:
-        """Seconds between two starts to one host (0 when pacing is off)."""
-        return 60.0 / self.requests_per_minute if self.requests_per_minute > 0 else 0.0
+    def __len__(self) -> int:
+        """How many hosts are remembered."""
+        return len(self._lanes)
 
-    def turn(self, host: str) -> Deferred[None]:
+    def turn(self, host: str, interval: float) -> Deferred[None]:
         """
-        Wait for this request's turn to start talking to C{host}.
-
-        Fires at once when the host is idle and its last start was at least
-        an interval ago, otherwise after the requests queued before it.
-        Cancelling the Deferred (a deadline, say) gives the place up: the
-        requests behind it move forward and no start is charged for it.
+        Wait for a start to C{host} that keeps the host's next start
+        C{interval} seconds after it (see L{HostPacer.turn}).  An interval
+        of 0 or less is not paced: it fires at once and charges nothing.
         """
-        if self.interval <= 0:
+        if interval <= 0:
             return succeed(None)
         key = host.lower()
         now = self.clock.seconds()
@@ -114,18 +123,20 @@ class HostPacer:
                 self._prune(now)
             lane = self._lanes[key] = _Lane()
         if not lane.waiting and now >= lane.next_start:
-            lane.next_start = now + self.interval
+            lane.next_start = now + interval
             return succeed(None)
 
         def give_up(waiter: Deferred[None]) -> None:
-            if waiter in lane.waiting:
-                lane.waiting.remove(waiter)
+            for place, (queued, _) in enumerate(lane.waiting):
+                if queued is waiter:
+                    del lane.waiting[place]
+                    break
             if not lane.waiting and lane.timer is not None and lane.timer.active():
                 lane.timer.cancel()
                 lane.timer = None
 
         waiter: Deferred[None] = Deferred(give_up)
-        lane.waiting.append(waiter)
+        lane.waiting.append((waiter, interval))
         self._schedule(lane)
         return waiter
 
@@ -139,8 +150,8 @@ class HostPacer:
         lane.timer = None
         if not lane.waiting:
             return
-        waiter = lane.waiting.popleft()
-        lane.next_start = self.clock.seconds() + self.interval
+        waiter, interval = lane.waiting.popleft()
+        lane.next_start = self.clock.seconds() + interval
         waiter.callback(None)
         self._schedule(lane)
 
@@ -150,29 +161,84 @@ class HostPacer:
             del self._lanes[key]
 
 
+def _same_clock(
+    pacer: HostPacer, attribute: attrs.Attribute[PacingLanes], lanes: PacingLanes
+) -> None:
+    if lanes.clock is not pacer.clock:
+        raise ValueError("a pacer's lanes must run on the pacer's own clock")
+
+
+@implementer(IHostPacer)
+@attrs.define
+class HostPacer:
+    """
+    Space request starts to each host C{60 / requests_per_minute} seconds
+    apart.
+
+    Requests to one host start in the order they asked; different hosts never
+    wait for each other.  Pacers given one L{PacingLanes} (every scheme's,
+    from one L{gophergem.policy.local.LocalPolicy}) pace each host together,
+    each start keeping the next one its own pacer's interval away; a pacer
+    built without lanes keeps its own.
+
+    @ivar clock: Where time is read and timers are set.
+    @ivar requests_per_minute: Starts per minute per host; 0 switches pacing off.
+    @ivar lanes: The hosts' queues, shared or this pacer's own.
+    """
+
+    clock: IReactorTime
+    requests_per_minute: float
+    lanes: PacingLanes = attrs.field(
+        default=attrs.Factory(lambda self: PacingLanes(self.clock), takes_self=True),
+        validator=_same_clock,
+        kw_only=True,
+    )
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two starts to one host (0 when pacing is off)."""
+        return 60.0 / self.requests_per_minute if self.requests_per_minute > 0 else 0.0
+
+    def turn(self, host: str) -> Deferred[None]:
+        """
+        Wait for this request's turn to start talking to C{host}.
+
+        Fires at once when the host is idle and its last start was at least
+        that start's interval ago, otherwise after the requests queued before
+        it.  Cancelling the Deferred (a deadline, say) gives the place up:
+        the requests behind it move forward and no start is charged for it.
+        With pacing off it fires at once and charges the host nothing.
+        """
+        return self.lanes.turn(host, self.interval)
+
+
 @attrs.define
 class _Slots:
-    """One host's connections: how many are open, and who waits for one."""
+    """One host's connections: how many are open, and who waits for one (with its limit)."""
 
     open: int = 0
-    waiting: deque[Deferred[None]] = attrs.field(factory=deque)
+    waiting: deque[tuple[Deferred[None], int]] = attrs.field(factory=deque)
 
 
-@attrs.define
-class HostConnectionLimit:
+@attrs.define(eq=False)
+class ConnectionSlots:
     """
-    Hold at most C{limit} operations open at once to each host; the rest
-    wait their turn, in order.  Different hosts never wait for each other.
+    The operations this process holds open to each host, every scheme's
+    together: what every L{HostConnectionLimit} given the same slots counts.
 
-    Whoever holds a place must not wait on anything that needs another place
-    to the same host (the fetch pipeline waits for its robots.txt verdict
-    I{before} it asks for a place, so the probe can always get one).
-
-    @ivar limit: Operations open at once to one host, 1 or more.
+    Each limit admits an operation while the host's count is below its own
+    limit.  Waiters of every limit queue in one line per host and are let in
+    first come first served: one whose limit is lower than the host's count
+    waits, and those behind it wait too, so a scheme with a low limit is
+    never starved by one with a higher limit.  With one limit alone this is
+    the plain limit.  The key is the host name, case folded.
     """
 
-    limit: int = attrs.field(validator=attrs.validators.ge(1))
     _hosts: dict[str, _Slots] = attrs.field(factory=dict, init=False)
+
+    def __len__(self) -> int:
+        """How many hosts hold or wait for a place."""
+        return len(self._hosts)
 
     def open(self, host: str) -> int:
         """How many operations hold a place for C{host} now."""
@@ -183,6 +249,79 @@ class HostConnectionLimit:
         """How many operations wait for a place for C{host}."""
         slots = self._hosts.get(host.lower())
         return 0 if slots is None else len(slots.waiting)
+
+    def acquire(self, key: str, limit: int) -> Deferred[None] | None:
+        """
+        Take a place for C{key} under C{limit} (C{None}), or a Deferred that
+        fires once one is given; cancelling it gives the place in line up.
+        """
+        slots = self._hosts.get(key)
+        if slots is None:
+            slots = self._hosts[key] = _Slots()
+        if not slots.waiting and slots.open < limit:
+            slots.open += 1
+            return None
+
+        def give_up(waiter: Deferred[None]) -> None:
+            for place, (queued, _) in enumerate(slots.waiting):
+                if queued is waiter:
+                    del slots.waiting[place]
+                    break
+            # The one that left may have held back others with higher limits.
+            self._admit(key, slots)
+
+        waiter: Deferred[None] = Deferred(give_up)
+        slots.waiting.append((waiter, limit))
+        return waiter
+
+    def release(self, key: str) -> None:
+        """Give back a place C{key} held, and let in whoever may come in now."""
+        slots = self._hosts[key]
+        slots.open -= 1
+        self._admit(key, slots)
+
+    def _admit(self, key: str, slots: _Slots) -> None:
+        # A waiter let in may end at once and call release again (which
+        # admits the next in line itself): the count is taken before each
+        # callback, and the loop reads the line afresh.
+        while slots.waiting and slots.open < slots.waiting[0][1]:
+            waiter, _ = slots.waiting.popleft()
+            slots.open += 1
+            waiter.callback(None)
+        if slots.open == 0 and not slots.waiting and self._hosts.get(key) is slots:
+            del self._hosts[key]
+
+
+@implementer(IHostConnectionLimit)
+@attrs.define
+class HostConnectionLimit:
+    """
+    Hold at most C{limit} operations open at once to each host; the rest
+    wait their turn, in order.  Different hosts never wait for each other.
+
+    Limits given one L{ConnectionSlots} (every scheme's, from one policy
+    backend) count a host's operations together, each admitting while that
+    count is below its own C{limit}; a limit built without slots keeps its
+    own.
+
+    Whoever holds a place must not wait on anything that needs another place
+    to the same host (the fetch pipeline waits for its robots.txt verdict
+    I{before} it asks for a place, so the probe can always get one).
+
+    @ivar limit: Operations open at once to one host, 1 or more.
+    @ivar slots: The hosts' counts, shared or this limit's own.
+    """
+
+    limit: int = attrs.field(validator=attrs.validators.ge(1))
+    slots: ConnectionSlots = attrs.field(factory=ConnectionSlots, kw_only=True)
+
+    def open(self, host: str) -> int:
+        """How many operations hold a place for C{host} now (every scheme sharing the slots)."""
+        return self.slots.open(host)
+
+    def queued(self, host: str) -> int:
+        """How many operations wait for a place for C{host} (every scheme sharing the slots)."""
+        return self.slots.queued(host)
 
     def run(self, host: str, f: Callable[[], Deferred[_T]]) -> Deferred[_T]:
         """
@@ -199,15 +338,15 @@ class HostConnectionLimit:
             try:
                 result = f()
             except BaseException:
-                self._release(key)
+                self.slots.release(key)
                 raise
             return result.addBoth(released)
 
         def released(outcome: object) -> object:
-            self._release(key)
+            self.slots.release(key)
             return outcome
 
-        waiter = self._acquire(key)
+        waiter = self.slots.acquire(key, self.limit)
         if waiter is None:
             # A free place: no Deferred in between, so the caller gets f's own.
             try:
@@ -216,32 +355,26 @@ class HostConnectionLimit:
                 return fail()
         return waiter.addCallback(holding)
 
-    def _acquire(self, key: str) -> Deferred[None] | None:
-        """Take a place for C{key} (C{None}), or a Deferred that fires once one is given."""
-        slots = self._hosts.get(key)
-        if slots is None:
-            slots = self._hosts[key] = _Slots()
-        if slots.open < self.limit:
-            slots.open += 1
-            return None
 
-        def give_up(waiter: Deferred[None]) -> None:
-            if waiter in slots.waiting:
-                slots.waiting.remove(waiter)
+@attrs.define(eq=False)
+class PerHost:
+    """
+    What the pipelines built from one policy backend share of each host in
+    this process: the pacing lanes (one set per clock) and the connection
+    slots.  A policy backend holds one and hands every scheme a view on it.
+    """
 
-        waiter: Deferred[None] = Deferred(give_up)
-        slots.waiting.append(waiter)
-        return waiter
+    slots: ConnectionSlots = attrs.field(factory=ConnectionSlots)
+    _lanes: list[PacingLanes] = attrs.field(factory=list, init=False)
 
-    def _release(self, key: str) -> None:
-        slots = self._hosts[key]
-        if slots.waiting:
-            # The place passes straight to the next in line: C{open} stays.
-            slots.waiting.popleft().callback(None)
-            return
-        slots.open -= 1
-        if slots.open == 0:
-            del self._hosts[key]
+    def lanes(self, clock: IReactorTime) -> PacingLanes:
+        """The lanes on C{clock}, made the first time it is asked for."""
+        for lanes in self._lanes:
+            if lanes.clock is clock:
+                return lanes
+        made = PacingLanes(clock)
+        self._lanes.append(made)
+        return made
 
 
 @implementer(IConcurrencyCap)

@@ -8,8 +8,9 @@ replica together, reading time from Redis (C{TIME}) so that the replicas'
 clocks never have to agree:
 
   - L{RedisHostPacer}: starts to one host at least C{60 / rpm} seconds
-    apart.  A Lua script books the next free start slot; the caller waits
-    for it on the reactor's clock.
+    apart, every scheme's together (one lane per host, each start booked
+    with its own scheme's interval).  A Lua script books the next free start
+    slot; the caller waits for it on the reactor's clock.
   - L{RedisConcurrencyCap}: at most C{limit} operations at once.  Each holds
     a lease in a sorted set scored by its expiry; a running operation renews
     its lease, so a killed replica's leases lapse within
@@ -23,6 +24,10 @@ clocks never have to agree:
 
 Every call is bounded by the state timeout and fails with
 L{gophergem.errors.StateUnavailable} when Redis is down, slow or refuses.
+
+The per-host connection limit is not shared: it counts this process's
+sockets, in one table per L{RedisPolicy} that every scheme's limit shares
+(L{gophergem.policy.pacing.ConnectionSlots}).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from zope.interface import implementer
 
 from gophergem.interfaces import (
     IConcurrencyCap,
+    IHostConnectionLimit,
     IHostPacer,
     IPolicyBackend,
     IResponseCache,
@@ -52,6 +58,8 @@ from gophergem.policy.pacing import (
     FORGET_SLOW_DOWN_AFTER,
     MAX_SLOW_DOWN_SECONDS,
     MIN_SLOW_DOWN_SECONDS,
+    ConnectionSlots,
+    HostConnectionLimit,
     slow_down_seconds,
 )
 from gophergem.policy.robots import RobotsFetch
@@ -106,6 +114,7 @@ class RedisPolicy:
     codec: ValueCodec
     lease_seconds: float = 30.0
     _events: list[RedisEvents] = attrs.field(factory=list, init=False)
+    _slots: ConnectionSlots = attrs.field(factory=ConnectionSlots, init=False, eq=False)
 
     @classmethod
     def connect(
@@ -146,8 +155,19 @@ class RedisPolicy:
         return run_bounded(_loop_of(reactor), opened(), timeout)
 
     def pacer(self, scheme: str, clock: IReactorTime, requests_per_minute: int) -> IHostPacer:
-        """A L{RedisHostPacer}: starts C{60 / requests_per_minute} apart (0: no pacing)."""
-        return RedisHostPacer(self.client, scheme, clock, requests_per_minute)
+        """
+        A L{RedisHostPacer}: starts C{60 / requests_per_minute} apart (0: no
+        pacing), on the host's one lane that every scheme and replica books.
+        """
+        return RedisHostPacer(self.client, clock, requests_per_minute)
+
+    def connection_limit(self, scheme: str, limit: int) -> IHostConnectionLimit:
+        """
+        A L{HostConnectionLimit} of C{limit} in this process (it counts this
+        process's sockets), sharing its per-host counts with every scheme's
+        limit from this policy.
+        """
+        return HostConnectionLimit(limit, slots=self._slots)
 
     def cap(self, scheme: str, limit: int) -> IConcurrencyCap:
         """A L{RedisConcurrencyCap} of C{limit} (0: no cap)."""
@@ -228,18 +248,22 @@ class RedisPolicy:
 class RedisHostPacer:
     """
     Space request starts to each host C{60 / requests_per_minute} seconds
-    apart, counting every replica.
+    apart, counting every replica and every scheme.
 
-    Requests book their slots in the order Redis receives them.  Cancelling
-    a wait gives its slot back when no later request booked one; otherwise
-    the slot stays spent (the next requests keep the times they were given).
+    Each host has one lane (C{pace:<host>}, case folded, not the port), which
+    the pacers of every scheme book: a slot starts at the lane's next free
+    time and ends this pacer's own interval later, so a start keeps the
+    next one, whatever its scheme, that interval away.  Requests book their
+    slots in the order Redis receives them.  Cancelling a wait gives its slot
+    back when no later request booked one; otherwise the slot stays spent
+    (the next requests keep the times they were given).
 
     @ivar clock: Where the waits are timed.
-    @ivar requests_per_minute: Starts per minute per host; 0 switches pacing off.
+    @ivar requests_per_minute: Starts per minute per host; 0 switches pacing
+        off (no slot is booked).
     """
 
     _client: RedisClient
-    scheme: str
     clock: IReactorTime
     requests_per_minute: float
 
@@ -253,7 +277,7 @@ class RedisHostPacer:
         interval_us = round(self.interval * 1_000_000)
         if interval_us <= 0:
             return succeed(None)
-        key = self._client.key("pace", self.scheme, host.lower())
+        key = self._client.key("pace", host.lower())
         booking = self._client.run_script("book", BOOK, [key], [interval_us])
         timer: list[IDelayedCall] = []
         slot: list[str] = []

@@ -17,8 +17,11 @@ _NOW_MS = (
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 )
 
-# KEYS[1] lane; ARGV[1] interval (us).  Book the first slot at or after the
-# lane's next free one; return {delay until it, the slot's end} (us).
+# KEYS[1] a host's lane; ARGV[1] this booking's interval (us).  Book the
+# first slot at or after the lane's next free one; return {delay until it,
+# the slot's end} (us).  The lane holds only the end of its last slot, so the
+# pacers of every scheme may book one lane with intervals of their own: each
+# slot is as long as its own booking asked, and the next starts at its end.
 BOOK = (
     _NOW_US
     + """
@@ -32,8 +35,10 @@ return {string.format('%.0f', start - now), string.format('%.0f', finish)}
 """
 )
 
-# KEYS[1] lane; ARGV[1] a booked slot's end, ARGV[2] the interval (us).  Give
-# the slot back when nobody booked after it.
+# KEYS[1] a host's lane; ARGV[1] a booked slot's end, ARGV[2] the interval
+# it was booked with (us).  Give the slot back when nobody booked after it:
+# the lane's next free time becomes that slot's start again (with mixed
+# intervals too, since each booking gives back its own length).
 UNBOOK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('SET', KEYS[1], string.format('%.0f', tonumber(ARGV[1]) - tonumber(ARGV[2])),
