@@ -321,27 +321,29 @@ def test_a_cancelled_wait_gives_its_slot_back(redis_url: str) -> None:  # noqa: 
 
 def test_schemes_and_replicas_share_one_pace(redis_url: str) -> None:  # noqa: F811
     """
-    At 600 rpm for each scheme, eight starts to one host by Gopher on one
-    replica and Gemini on the other span at least 0.6 s: one lane per host.
+    At 120 rpm for each scheme, four starts to one host by Gopher on one
+    replica and Gemini on the other span about 1.5 s: one lane per host.
     """
 
     async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
         pacers = [
-            policies[0].pacer("gopher", reactor, 600),
-            policies[1].pacer("gemini", reactor, 600),
+            policies[0].pacer("gopher", reactor, 120),
+            policies[1].pacer("gemini", reactor, 120),
         ]
         starts: list[float] = []
         turns = [
             pacers[i % 2]
             .turn("Slow.Example")
             .addCallback(lambda _: starts.append(time.monotonic()))
-            for i in range(8)
+            for i in range(4)
         ]
         for turn in turns:
             await wait(turn)
         rate = start_rate(starts)
-        assert rate.count == 8
-        assert rate.obeys(600, slack=0.1)  # two lanes would span about 0.3 s
+        assert rate.count == 4
+        # One interval of slack for a first start made late by a busy
+        # machine; a lane per scheme would span about 0.5 s.
+        assert rate.obeys(120, slack=0.5)
 
     on_redis(redis_url, body)
 
@@ -383,8 +385,8 @@ def test_a_cancelled_wait_of_another_scheme_gives_its_slot_back(
     """
 
     async def body(reactor: IReactorTime, policies: list[RedisPolicy]) -> None:
+        began = time.monotonic()  # before the Gemini start, so no load can shorten what follows
         await wait(policies[0].pacer("gemini", reactor, 60).turn("h"))
-        began = time.monotonic()
         queued = policies[0].pacer("gopher", reactor, 6).turn("h")
         await wait(deferLater(reactor, 0.2, lambda: None))  # booked, now waiting
         queued.cancel()
@@ -392,7 +394,7 @@ def test_a_cancelled_wait_of_another_scheme_gives_its_slot_back(
             await wait(queued)
         await wait(deferLater(reactor, 0.2, lambda: None))  # the slot goes back
         await wait(policies[1].pacer("smolweb", reactor, 60).turn("h"))
-        assert 0.7 < time.monotonic() - began < 5.0  # about 1 s; 11 s had the slot stayed spent
+        assert 0.9 < time.monotonic() - began < 5.0  # about 1 s; 11 s had the slot stayed spent
 
     on_redis(redis_url, body)
 
