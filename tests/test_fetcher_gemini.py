@@ -20,6 +20,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.protocol import Factory, Protocol
 
 from gophergem.errors import CertificateStoreUnavailable, InvalidRequest
+from gophergem.fetcher import _textwindow as textwindow
 from gophergem.fetcher import gemini as gemini_pipeline
 from gophergem.mcp.schemas import GeminiPayload
 from gophergem.render.payloads import payload
@@ -1196,14 +1197,19 @@ def test_cached_second_fetch() -> None:
 def test_cache_hit_parses_nothing(response: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache hit reuses the window cut from the download: nothing is decoded, parsed or cut."""
     calls: list[str] = []
-    for name in ("_decode_body", "gemtext_lines", "cut_text", "fitting_lines"):
-        real = getattr(gemini_pipeline, name)
+    for module, name in [
+        (gemini_pipeline, "_decode_body"),
+        (textwindow, "gemtext_lines"),
+        (textwindow, "cut_text"),
+        (textwindow, "fitting_lines"),
+    ]:
+        real = getattr(module, name)
 
         def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
             calls.append(_name)
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(gemini_pipeline, name, spy)
+        monkeypatch.setattr(module, name, spy)
     net, server = network({"/": response})
     via = fetcher(net)
     first = fetch(net, via=via)
@@ -1264,10 +1270,10 @@ def test_second_walk_matches_the_first() -> None:
 )
 def test_toggle_index_agrees_with_counting(page: str) -> None:
     """The toggle index gives the preformatted state counting gives, at every line start."""
-    index = gemini_pipeline._toggles(page)
+    index = textwindow.toggles_of(page)
     starts = [0] + [i + 1 for i, c in enumerate(page) if c == "\n" and i + 1 < len(page)]
     for offset in starts:
-        state = gemini_pipeline._preformatted
+        state = textwindow._preformatted
         assert state(page, offset, index) == state(page, offset, None)
 
 

@@ -5,19 +5,16 @@ What the Finger, Nex and Spartan pipelines keep and cut, written once.
 A L{SmolDownload} is a response as the cache keeps it: a text decoded and
 sanitised (gemtext with the index of its preformatting toggles), or only
 the size and type of a binary.  L{cut} makes the window at an offset, in
-the result kind the caller asks for: gemtext as a Gemini page is cut
-(whole lines whose parsed form fits, else part of one line), any other
-text by characters, a binary described and never returned.
+the result kind the caller asks for: a Gopher-style text by characters, a
+binary described and never returned, and gemtext or a typed text exactly
+as a Gemini page is cut (L{gophergem.fetcher._textwindow}, which both use).
 L{SmolFetcher.read_until_close} is how Finger and Nex obtain a download:
 the cache, else one paced exchange with a server that answers and closes.
 """
 
 from __future__ import annotations
 
-import re
 import sys
-from array import array
-from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Literal
 
@@ -29,7 +26,7 @@ from gophergem.client.connect import Connector
 from gophergem.client.gopher import GopherClientProtocol, RawResponse
 from gophergem.config import SmolwebConfig
 from gophergem.errors import ConnectionFailed, InvalidRequest
-from gophergem.fetcher._budget import cut_text, fitting_lines
+from gophergem.fetcher._budget import cut_text
 from gophergem.fetcher._pipeline import (
     WINDOW_WEIGHT,
     Deadline,
@@ -43,6 +40,7 @@ from gophergem.fetcher._pipeline import (
     run_inline,
     window_for,
 )
+from gophergem.fetcher._textwindow import cut_text_body, toggles_of
 from gophergem.interfaces import IResponseCache
 from gophergem.results import (
     BinaryResult,
@@ -57,7 +55,7 @@ from gophergem.results import (
 )
 from gophergem.wire.finger import FingerURL
 from gophergem.wire.gemini import MimeType
-from gophergem.wire.gemtext import GemtextDocument, LinkBase, feed_entry, gemtext_lines, window_text
+from gophergem.wire.gemtext import LinkBase
 from gophergem.wire.nex import NexURL
 from gophergem.wire.text import decode_body, is_plain_ascii, sanitise
 
@@ -85,8 +83,6 @@ SmolWindow = (
     | BinaryResult
     | GeminiBinaryResult
 )
-
-_TOGGLE = re.compile(r"^```", re.MULTILINE)
 
 
 @attrs.frozen
@@ -233,7 +229,7 @@ def decode(
         if overflowed and "\n" in text:
             # Never parse half a line: half a link is a URL the page never had.
             text = text[: text.rindex("\n") + 1]
-        toggles = array("q", (match.start() for match in _TOGGLE.finditer(text)))
+        toggles = toggles_of(text)
     return SmolDownload(
         form,
         mime,
@@ -343,9 +339,9 @@ def cut(
             incomplete_reason=incomplete,
         ), 0
     text = download.text
-    total = len(text)
-    check_end(offset, total, f"the body has {counted(total, 'character')}")
     if isinstance(info, RequestInfo):
+        total = len(text)
+        check_end(offset, total, f"the body has {counted(total, 'character')}")
         end = cut_text(text, offset, limit)
         plain = TextResult(
             request_info=info,
@@ -358,62 +354,18 @@ def cut(
             decoding=download.decoding,
         )
         return plain, sys.getsizeof(plain.text)
-    if download.form != "gemtext":
-        end = cut_text(text, offset, limit)
-        success = SuccessResult(
-            request_info=info,
-            content=text[offset:end],
-            mime=attrs.evolve(download.mime, charset=download.charset),
-            size=download.size,
-            window=window_for(offset, end, total, capped),
-            cache=cache,
-            incomplete_reason=incomplete,
-            decoding=download.decoding,
-        )
-        return success, sys.getsizeof(success.content)
-    chunk = window_text(text, offset, limit)
-    if (offset == 0 or text[offset - 1] == "\n") and not chunk.partial_line:
-        preformatted = bisect_left(download.toggles, offset) % 2 == 1
-        lines = gemtext_lines(chunk.text, base, preformatted=preformatted, input_links=input_links)
-        fit = fitting_lines(lines, limit)
-        if fit is not None:
-            parsed, stop = fit
-            links = tuple(line.link for line in parsed if line.link is not None)
-            entries = (feed_entry(link) for link in links)
-            dated = sorted(
-                (e for e in entries if e is not None), key=lambda e: e.date, reverse=True
-            )
-            document = GemtextDocument(tuple(parsed), links, tuple(dated))
-            end = offset + stop
-            gemtext = GemtextResult(
-                request_info=info,
-                lines=document.lines,
-                links=document.links,
-                feed_entries=document.feed_entries,
-                size=download.size,
-                charset=download.charset,
-                lang=download.mime.lang,
-                window=window_for(offset, end, total, capped),
-                cache=cache,
-                incomplete_reason=incomplete,
-                decoding=download.decoding,
-            )
-            return gemtext, 3 * stop + 220 * len(parsed) + 300 * len(links)
-    # Part of one line too long for a window, as plain text.
-    newline = text.find("\n", offset, offset + len(chunk.text))
-    line_end = offset + len(chunk.text) if newline < 0 else newline + 1
-    end = min(cut_text(text, offset, limit), line_end)
-    partial = PartialLineResult(
-        request_info=info,
-        text=text[offset:end],
-        size=download.size,
-        charset=download.charset,
-        window=window_for(offset, end, total, capped),
+    return cut_text_body(
+        download,
+        text,
+        download.toggles,
+        offset,
+        limit,
+        info=info,
         cache=cache,
-        incomplete_reason=incomplete,
-        decoding=download.decoding,
+        gemtext=download.form == "gemtext",
+        base=base,
+        input_links=input_links,
     )
-    return partial, sys.getsizeof(partial.text)
 
 
 def render(

@@ -24,10 +24,7 @@ call is awaited through L{gophergem._defer.settle}.
 from __future__ import annotations
 
 import math
-import re
 import sys
-from array import array
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from urllib.parse import unquote
@@ -58,23 +55,21 @@ from gophergem.errors import (
     TemporaryError,
     TLSError,
 )
-from gophergem.fetcher._budget import cut_text, fitting_lines
 from gophergem.fetcher._pipeline import (
     WINDOW_WEIGHT,
     Deadline,
     Offload,
     Steps,
     WindowMemo,
-    check_end,
     check_offset,
     held_by,
     internal_failure,
     keep_partial,
     parse_off_reactor,
     run_inline,
-    window_for,
 )
 from gophergem.fetcher._redact import Scrubber
+from gophergem.fetcher._textwindow import cut_text_body, gemtext_weight, toggles_of
 from gophergem.interfaces import (
     IIdentityStore,
     IPinStore,
@@ -103,7 +98,6 @@ from gophergem.trust.decision import PresentedCertificate, TrustDecision
 from gophergem.trust.tofu import TLSFacts, TrustOnFirstUse
 from gophergem.url import GeminiURL, format_host, safe_echo, scheme_of
 from gophergem.wire import gemini as wire
-from gophergem.wire.gemtext import GemtextDocument, feed_entry, gemtext_lines, window_text
 from gophergem.wire.robots import gemini_robot_paths
 from gophergem.wire.text import decode_body, is_plain_ascii, sanitise, sanitise_line
 from gophergem.wire.titan import TitanURL
@@ -262,24 +256,7 @@ def _strip_query(text: object) -> str:
     return safe_echo(text.split("?", 1)[0].split("#", 1)[0])
 
 
-#: A line that opens or closes a preformatted block.
-_TOGGLE = re.compile(r"^```", re.MULTILINE)
-
 _Window = GemtextResult | PartialLineResult | SuccessResult | GeminiBinaryResult
-
-
-def _toggles(text: str) -> array[int]:
-    """Where each line that toggles preformatting starts, in order (pure)."""
-    return array("q", (match.start() for match in _TOGGLE.finditer(text)))
-
-
-def _gemtext_weight(chars: int, lines: int, links: int) -> int:
-    """
-    About what a parsed gemtext window of C{chars} characters, C{lines}
-    lines and C{links} links holds in memory (measured with tracemalloc for
-    pages of tiny, linked, dated, preformatted and prose lines; it errs high).
-    """
-    return 3 * chars + 220 * lines + 300 * links
 
 
 @attrs.frozen
@@ -329,7 +306,7 @@ class GeminiDownload:
             estimate = WINDOW_WEIGHT * (2 + 2 * len(text) // limit)
             if self.mime.essence == "text/gemini":
                 lines = text.count("\n") + 1
-                estimate += _gemtext_weight(len(text), lines, text.count("=>"))
+                estimate += gemtext_weight(len(text), lines, text.count("=>"))
             else:
                 estimate += sys.getsizeof(text)
         return attrs.evolve(self, windows=WindowMemo.within(estimate, self.held, limit))
@@ -356,7 +333,7 @@ def _decode_body(
         # would be a URL the page never had).  The window still says
         # size_capped.
         text = text[: text.rindex("\n") + 1]
-    toggles = _toggles(text) if mime.essence == "text/gemini" else ()
+    toggles = toggles_of(text) if mime.essence == "text/gemini" else ()
     return text, charset, decoding, toggles
 
 
@@ -911,9 +888,6 @@ class GeminiPipeline:
         cache: CacheInfo,
     ) -> tuple[_Window, int]:
         """The window at C{offset}, and about what it holds beyond the download."""
-        incomplete = download.incomplete_reason
-        limit = self.config.max_rendered_chars
-        capped = download.overflowed
         if download.text is None:
             if offset:
                 raise InvalidRequest(message="A binary body has no windows; offset must be 0.")
@@ -922,9 +896,9 @@ class GeminiPipeline:
                 size=download.size,
                 mime_type=download.mime.essence,
                 note="Binary content is described, not returned.",
-                size_capped=capped,
+                size_capped=download.overflowed,
                 cache=cache,
-                incomplete_reason=incomplete,
+                incomplete_reason=download.incomplete_reason,
             )
             return binary, 0
         text = download.text
@@ -936,103 +910,16 @@ class GeminiPipeline:
             text = scrubber.text(text)
             toggles = None  # the offsets moved
             info = attrs.evolve(info, input_redacted=scrubber.count)
-        total = len(text)
-        check_end(offset, total, f"the body has {counted(total, 'character')}")
-        charset = download.charset or "utf-8"
         # The window bounds what the content costs as a payload, not only its
         # characters (see gophergem.fetcher._budget).
-        if download.mime.essence != "text/gemini":
-            end = cut_text(text, offset, limit)
-            success = SuccessResult(
-                request_info=info,
-                content=text[offset:end],
-                mime=attrs.evolve(download.mime, charset=charset),
-                size=download.size,
-                window=window_for(offset, end, total, capped),
-                cache=cache,
-                incomplete_reason=incomplete,
-                decoding=download.decoding,
-            )
-            return success, sys.getsizeof(success.content)
-        chunk = window_text(text, offset, limit)
-        at_line_start = offset == 0 or text[offset - 1] == "\n"
-        if at_line_start and not chunk.partial_line:
-            part, document = self._fitting_lines(url, text, offset, chunk.text, limit, toggles)
-            if document is not None:
-                end = offset + len(part)
-                gemtext = GemtextResult(
-                    request_info=info,
-                    lines=document.lines,
-                    links=document.links,
-                    feed_entries=document.feed_entries,
-                    size=download.size,
-                    charset=charset,
-                    lang=download.mime.lang,
-                    window=window_for(offset, end, total, capped),
-                    cache=cache,
-                    incomplete_reason=incomplete,
-                    decoding=download.decoding,
-                )
-                weight = _gemtext_weight(len(part), len(document.lines), len(document.links))
-                return gemtext, weight
-        # Part of one line, as plain text: a line longer than the window, the
-        # rest of one an earlier window cut, or one line whose parsed form
-        # alone costs more than the window (a long link is counted twice).
-        newline = text.find("\n", offset, offset + len(chunk.text))
-        line_end = offset + len(chunk.text) if newline < 0 else newline + 1
-        end = min(cut_text(text, offset, limit), line_end)
-        partial = PartialLineResult(
-            request_info=info,
-            text=text[offset:end],
-            size=download.size,
-            charset=charset,
-            window=window_for(offset, end, total, capped),
+        return cut_text_body(
+            download,
+            text,
+            toggles,
+            offset,
+            self.config.max_rendered_chars,
+            info=info,
             cache=cache,
-            incomplete_reason=incomplete,
-            decoding=download.decoding,
+            gemtext=download.mime.essence == "text/gemini",
+            base=url.without_query(),  # links must not carry a (possibly secret) query
         )
-        return partial, sys.getsizeof(partial.text)
-
-    def _fitting_lines(
-        self,
-        url: GeminiURL,
-        text: str,
-        offset: int,
-        chunk: str,
-        limit: int,
-        toggles: Sequence[int] | None,
-    ) -> tuple[str, GemtextDocument | None]:
-        """
-        The whole lines at the start of C{chunk} whose parsed form fits
-        C{limit}, and their parsed document; C{(chunk, None)} when not even
-        the first line fits.  Lines are parsed one at a time, up to the
-        first that does not fit: each line of a page is parsed about once
-        however it is walked.
-        """
-        base = url.without_query()  # links must not carry a (possibly secret) query
-        preformatted = _preformatted(text, offset, toggles)
-        fit = fitting_lines(gemtext_lines(chunk, base, preformatted=preformatted), limit)
-        if fit is None:
-            return chunk, None
-        lines, end = fit
-        links = tuple(line.link for line in lines if line.link is not None)
-        entries = (feed_entry(link) for link in links)
-        # As parse_gemtext orders them: newest first, page order within a day.
-        dated = sorted((e for e in entries if e is not None), key=lambda e: e.date, reverse=True)
-        return chunk[:end], GemtextDocument(tuple(lines), links, tuple(dated))
-
-
-def _preformatted(text: str, offset: int, toggles: Sequence[int] | None) -> bool:
-    """
-    Whether the line of C{text} starting at C{offset} is inside a
-    preformatted block.
-
-    @param toggles: Where C{text}'s toggle lines start (found by bisection,
-        so walking a long page stays linear in its size), or C{None} to
-        count them in place (a scrubbed body, never cached).
-    """
-    if toggles is None:
-        before = text.count("\n```", 0, offset) + (offset > 0 and text.startswith("```"))
-    else:
-        before = bisect_left(toggles, offset)
-    return before % 2 == 1
