@@ -150,9 +150,11 @@ def _canonical(url: str) -> str:
     scheme = scheme_of(url)  # raises InvalidRequest on text that is no URL
     if scheme not in FOLLOWED_SCHEMES:
         raise InvalidRequest(message=f"Only {_FOLLOWED} pages can be followed, not {scheme}: URLs.")
-    if scheme in ("spartan", "nex", "finger"):
-        parse_url(url.strip())  # refuse what could never be fetched (a forwarding finger query)
-    return canonical_url(url.strip())
+    if scheme in ("gemini", "gopher"):
+        return canonical_url(url.strip())
+    # Read here, not by canonical_url, so that what could never be fetched
+    # (a forwarding finger query) is refused rather than kept as written.
+    return parse_url(url.strip()).to_text()
 
 
 @attrs.define

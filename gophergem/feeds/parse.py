@@ -90,8 +90,9 @@ FEED_TYPES = ("gemsub", "atom", "rss", "phlog", "plan", "page")
 #: The schemes of the pages that can be followed.
 FOLLOWED_SCHEMES = ("gemini", "gopher", "spartan", "nex", "finger")
 
-#: The schemes L{canonical_url} spells anew (Titan's URLs are uploads, not pages).
-_SMOL_SCHEMES = frozenset({"finger", "nex", "spartan"})
+#: The small web's schemes L{canonical_url} spells anew (Titan's URLs are
+#: uploads, not pages).
+_SMOL_SCHEMES = frozenset(FOLLOWED_SCHEMES) - {"gemini", "gopher"}
 
 #: The most entries a feed is read for (the first ones in the document): as
 #: many as a store remembers of one feed (C{store.MAX_ENTRIES_PER_FEED}).
